@@ -1,0 +1,57 @@
+"""The error types of cnmtune, one per cause a user can trigger.
+
+Every error carries a one-line message that names the cause (and the variant, where there
+is one); the CLI prints that line and exits with the error's ``exit_code``.
+"""
+
+from __future__ import annotations
+
+
+class CnmtuneError(Exception):
+    """Base of every error a user can cause; the CLI turns it into one line and an exit code."""
+
+    exit_code = 2
+
+
+class PipelineError(CnmtuneError):
+    """A pass pipeline text that cannot be parsed or names an unknown pass."""
+
+
+class KernelError(CnmtuneError):
+    """A kernel directory that is missing, empty or has a broken workload.py."""
+
+
+class ToolchainMissing(CnmtuneError):
+    """A toolchain that cnmtune needs is not installed or not usable."""
+
+
+class CompileError(CnmtuneError):
+    """The C front end rejected the source; carries the compiler's diagnostics."""
+
+    def __init__(self, message: str, diagnostics: str = ""):
+        super().__init__(message)
+        self.diagnostics = diagnostics
+
+    def __str__(self) -> str:
+        head = super().__str__()
+        return f"{head}\n{self.diagnostics.rstrip()}" if self.diagnostics else head
+
+
+class LinkError(CompileError):
+    """The linker rejected the objects (undefined symbol, bad linker script input)."""
+
+
+class IramOverflow(CnmtuneError):
+    """The program needs more instructions than a DPU's IRAM holds."""
+
+
+class WramOverflow(CnmtuneError):
+    """Globals, __host variables and tasklet stacks do not fit a DPU's WRAM."""
+
+
+class ElfError(CnmtuneError):
+    """A file that is not a usable ELF for cnmtune (not ELF, truncated, corrupt)."""
+
+
+class UnsupportedMachine(ElfError):
+    """An ELF for a machine cnmtune cannot read (or cannot read yet)."""

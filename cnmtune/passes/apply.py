@@ -1,0 +1,38 @@
+"""Running a Pipeline on an llvmlite module, in-process."""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+
+from cnmtune.passes.pipeline import Pipeline
+from cnmtune.passes.vocabulary import BY_NAME
+
+# clang's inliner thresholds for -Os and -Oz (llvm/lib/Analysis/InlineCost.cpp:
+# OptSizeThreshold = 75, OptMinSizeThreshold = 25).
+_SIZE_LEVEL_INLINE_THRESHOLD = {"Os": 75, "Oz": 25}
+
+
+def _level_pass_manager(level: str, target_machine: llvm.TargetMachine):
+    speed = 2 if level in _SIZE_LEVEL_INLINE_THRESHOLD else int(level[1])
+    options = llvm.create_pipeline_tuning_options(speed_level=speed)
+    if level in _SIZE_LEVEL_INLINE_THRESHOLD:
+        options.loop_unrolling = False
+        options.loop_vectorization = False
+        options.slp_vectorization = False
+        options.inlining_threshold = _SIZE_LEVEL_INLINE_THRESHOLD[level]
+    builder = llvm.create_pass_builder(target_machine, options)
+    return builder, builder.getModulePassManager()
+
+
+def apply_pipeline(module: llvm.ModuleRef, pipeline: Pipeline, target_machine: llvm.TargetMachine) -> None:
+    """Transform `module` in place with `pipeline`; O0 leaves it untouched."""
+    if pipeline.level == "O0":
+        return
+    if pipeline.is_level:
+        builder, manager = _level_pass_manager(pipeline.level, target_machine)
+    else:
+        builder = llvm.create_pass_builder(target_machine, llvm.create_pipeline_tuning_options(speed_level=0))
+        manager = llvm.create_new_module_pass_manager()
+        for name in pipeline.passes:
+            getattr(manager, BY_NAME[name].adder)()
+    manager.run(module, builder)

@@ -1,0 +1,79 @@
+"""The Pipeline value type: an optimisation level or an ordered sequence of passes."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from cnmtune.errors import PipelineError
+from cnmtune.passes.vocabulary import BY_NAME, NAMES
+
+# O-levels map to llvmlite's default per-module pipeline at that speed level. llvmlite has no
+# size levels, so Os and Oz are the O2 pipeline with size-oriented tuning options (no loop
+# unrolling or vectorisation, clang's -Os / -Oz inliner thresholds 75 / 25).
+LEVELS: tuple[str, ...] = ("O0", "O1", "O2", "O3", "Os", "Oz")
+
+_PASS_TOKEN = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """An LLVM optimisation pipeline: either a level ('O2') or an ordered tuple of pass names."""
+
+    level: str | None = None
+    passes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.level is not None and self.passes:
+            raise PipelineError("a pipeline is either an optimisation level or a pass sequence, not both")
+        if self.level is None and not self.passes:
+            object.__setattr__(self, "level", "O0")  # no passes at all is the O0 pipeline
+        if self.level is not None and self.level not in LEVELS:
+            raise PipelineError(f"unknown optimisation level {self.level!r}; valid: {', '.join(LEVELS)}")
+        unknown = [p for p in self.passes if p not in BY_NAME]
+        if unknown:
+            raise PipelineError(
+                f"unknown pass {unknown[0]!r}; valid passes: {', '.join(NAMES)}"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> "Pipeline":
+        """Parse 'O2', '-O2', 'sroa,instcombine' or '-sroa -instcombine' (opt-style flags)."""
+        stripped = text.strip()
+        if not stripped:
+            raise PipelineError("empty pipeline; give an O-level (O0..O3, Os, Oz) or comma-separated passes")
+        level = stripped.lstrip("-")
+        if level in LEVELS:
+            return cls(level=level)
+        if level.startswith("O") and len(level) <= 2:
+            raise PipelineError(f"unknown optimisation level {stripped!r}; valid: {', '.join(LEVELS)}")
+        parts = stripped.split(",") if "," in stripped else stripped.split()
+        tokens = [t.strip().lstrip("-") for t in parts]
+        if any(not t for t in tokens):
+            raise PipelineError(f"malformed pipeline {text!r}: empty pass name between separators")
+        for token in tokens:
+            if not _PASS_TOKEN.match(token):
+                raise PipelineError(
+                    f"malformed pipeline {text!r}: {token!r} is not a pass name "
+                    "(pass parameters and nested pass managers are not supported)"
+                )
+        return cls(passes=tuple(tokens))
+
+    @property
+    def is_level(self) -> bool:
+        """True for an optimisation level, False for an explicit pass sequence."""
+        return self.level is not None
+
+    @property
+    def text(self) -> str:
+        """Canonical text form: 'O2' or 'sroa,instcombine,...'."""
+        return self.level if self.level is not None else ",".join(self.passes)
+
+    @property
+    def id(self) -> str:
+        """Stable short id of the canonical text (first 12 hex digits of its SHA-256)."""
+        return hashlib.sha256(self.text.encode()).hexdigest()[:12]
+
+    def __str__(self) -> str:
+        return self.text

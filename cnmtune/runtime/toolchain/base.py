@@ -1,0 +1,103 @@
+"""What every toolchain takes and gives: a Variant in, a Binary out."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cnmtune.dpu.memory_map import DEFAULT_STACK_SIZE
+from cnmtune.passes import Pipeline
+from cnmtune.runtime.kernel import Kernel
+from cnmtune.runtime.workload import DefineValue, check_tasklets
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compile of a kernel: pass pipeline, tasklet count and preprocessor defines."""
+
+    kernel: Kernel
+    pipeline: Pipeline
+    nr_tasklets: int
+    defines: tuple[tuple[str, DefineValue], ...] = ()
+    stack_size: int = DEFAULT_STACK_SIZE
+
+    def __post_init__(self) -> None:
+        check_tasklets(self.nr_tasklets)
+        object.__setattr__(self, "defines", tuple(sorted(self.defines)))
+
+    @classmethod
+    def of(cls, kernel: Kernel, pipeline: Pipeline | str = "O2", nr_tasklets: int | None = None,
+           defines: dict[str, DefineValue] | None = None,
+           stack_size: int = DEFAULT_STACK_SIZE) -> "Variant":
+        """Build a variant, filling defaults (tasklets, defines) from the kernel's workload."""
+        if isinstance(pipeline, str):
+            pipeline = Pipeline.parse(pipeline)
+        tasklets = kernel.workload.nr_tasklets if nr_tasklets is None else nr_tasklets
+        resolved = kernel.workload.resolve_defines(defines)
+        return cls(kernel, pipeline, tasklets, tuple(resolved.items()), stack_size)
+
+    def define_flags(self) -> list[str]:
+        """The -D flags for the front end, NR_TASKLETS and STACK_SIZE_DEFAULT included."""
+        flags = [f"-DNR_TASKLETS={self.nr_tasklets}", f"-DSTACK_SIZE_DEFAULT={self.stack_size}"]
+        for key, value in self.defines:
+            flags.append(f"-D{key}" if value is None else f"-D{key}={value}")
+        return flags
+
+    @property
+    def label(self) -> str:
+        """Human-readable name used in every error and table: 'va[O2, 16 tasklets, BL=10]'."""
+        shown = ", ".join(k if v is None else f"{k}={v}" for k, v in self.defines)
+        extra = f", {shown}" if shown else ""
+        return f"{self.kernel.name}[{self.pipeline.text}, {self.nr_tasklets} tasklets{extra}]"
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """Static IRAM and WRAM use of a linked program, as the IRAM/WRAM checks count it."""
+
+    runtime_instructions: int
+    kernel_instructions: int
+    softlib_instructions: int
+    wram_data_bytes: int
+    wram_host_bytes: int
+    wram_stack_bytes: int
+    mram_static_bytes: int
+
+    @property
+    def iram_instructions(self) -> int:
+        """Instructions charged against IRAM: kernel + cnmtune runtime (soft-arith excluded)."""
+        return self.runtime_instructions + self.kernel_instructions
+
+    @property
+    def wram_static_bytes(self) -> int:
+        """Globals + __host variables + all tasklet stacks."""
+        return self.wram_data_bytes + self.wram_host_bytes + self.wram_stack_bytes
+
+
+@dataclass(frozen=True)
+class Binary:
+    """A linked DPU program and what it took to make it."""
+
+    variant: Variant
+    elf_path: Path
+    elf_hash: str
+    toolchain: str
+    memory: MemoryUse
+    seconds: float
+    cached: bool = field(default=False, compare=False)
+
+
+class Toolchain(abc.ABC):
+    """Compiles a Variant into a Binary (the builder role of the tuning loop)."""
+
+    kind: str = ""
+
+    @property
+    @abc.abstractmethod
+    def identity(self) -> str:
+        """Kind, tool versions and options: everything that changes the emitted code."""
+
+    @abc.abstractmethod
+    def compile(self, variant: Variant) -> Binary:
+        """Compile and link `variant`; raise CompileError, LinkError, IramOverflow or WramOverflow."""

@@ -1,0 +1,167 @@
+"""The embedded default toolchain: UPMEM-style C compiled for an rv32i proxy of the DPU.
+
+C -> LLVM IR with zig's clang at -O0 without optnone (the L2P protocol), the pass pipeline
+in-process with llvmlite, rv32i object code with llvmlite, and ld.lld with cnmtune's DPU
+linker script and runtime. Every stage is cached by content hash.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import llvmlite
+import llvmlite.binding as llvm
+
+from cnmtune.dpu.memory_map import INCLUDE_DIR, LINKER_SCRIPT, RUNTIME_DIR
+from cnmtune.errors import CompileError, LinkError
+from cnmtune.passes import apply_pipeline
+from cnmtune.runtime.toolchain import zig
+from cnmtune.runtime.toolchain.base import Binary, Toolchain, Variant
+from cnmtune.runtime.toolchain.cache import BuildCache, content_key
+from cnmtune.runtime.toolchain.layout import check_capacity, read_memory_use
+
+FRONTEND_FLAGS: tuple[str, ...] = (
+    *zig.TARGET_FLAGS, "-ffreestanding", "-fno-sanitize=all", "-fno-stack-protector",
+    "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-g0", "-w",
+)
+_ZIG_NOISE = "argument unused during compilation"
+
+
+@functools.lru_cache(maxsize=1)
+def _target_machine_factory():
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    return llvm.Target.from_triple("riscv32-unknown-elf")
+
+
+@functools.lru_cache(maxsize=1)
+def _dpu_tree_digest() -> str:
+    """Digest of cnmtune's DPU headers, runtime sources and linker script."""
+    digest = hashlib.sha256()
+    for root in (INCLUDE_DIR, RUNTIME_DIR):
+        for file in sorted(root.rglob("*")):
+            if file.is_file():
+                digest.update(str(file.relative_to(root.parent)).encode() + b"\0" + file.read_bytes())
+    digest.update(LINKER_SCRIPT.read_bytes())
+    return digest.hexdigest()
+
+
+def _diagnostics(stderr: str) -> str:
+    return "\n".join(line for line in stderr.splitlines() if _ZIG_NOISE not in line).strip()
+
+
+class ProxyToolchain(Toolchain):
+    """rv32i/ilp32 proxy of the DPU: no hardware multiply, divide or float, DPU memory map."""
+
+    kind = "proxy"
+
+    def __init__(self, cache: BuildCache | None = None, codegen_level: int = 0):
+        # Code generation runs at -O0 by default: L2P links the optimised IR with the SDK
+        # driver and no -O flag, i.e. at the driver's default level.
+        if codegen_level not in (0, 1, 2, 3):
+            raise ValueError("codegen_level must be 0..3")
+        self.cache = cache or BuildCache()
+        self.codegen_level = codegen_level
+        self._target_machine = None
+
+    @property
+    def identity(self) -> str:
+        return f"proxy-rv32i-clang{zig.clang_version()}-llvm{'.'.join(map(str, llvm.llvm_version_info))}" \
+               f"-llvmlite{llvmlite.__version__}-cg{self.codegen_level}"
+
+    @property
+    def llvm_version(self) -> str:
+        """LLVM version of the in-process optimiser and code generator."""
+        return ".".join(map(str, llvm.llvm_version_info))
+
+    def target_machine(self) -> llvm.TargetMachine:
+        """The rv32i target machine (ilp32, static relocation) used for passes and codegen."""
+        if self._target_machine is None:
+            self._target_machine = _target_machine_factory().create_target_machine(
+                cpu="generic-rv32", features="", opt=self.codegen_level, reloc="static", abiname="ilp32"
+            )
+        return self._target_machine
+
+    def compile(self, variant: Variant) -> Binary:
+        start = time.perf_counter()
+        elf_key = content_key(self.identity, _dpu_tree_digest(), variant.kernel.digest(),
+                              *variant.define_flags(), variant.pipeline.text)
+        elf_path = self.cache.path("elf", elf_key, ".elf")
+        cached = elf_path.is_file()
+        if not cached:
+            objects = [self._object(variant, source) for source in variant.kernel.sources]
+            self._link(variant, objects, elf_path)
+        memory = read_memory_use(elf_path)
+        check_capacity(memory, variant.label)
+        elf_hash = hashlib.sha256(elf_path.read_bytes()).hexdigest()
+        return Binary(variant, elf_path, elf_hash, self.identity, memory, time.perf_counter() - start, cached)
+
+    def emit_ir(self, variant: Variant, source: Path) -> str:
+        """LLVM IR of one source at -O0 without optnone (cached)."""
+        flags = [*FRONTEND_FLAGS, "-O0", "-Xclang", "-disable-O0-optnone", f"-I{INCLUDE_DIR}",
+                 *(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags()]
+        key = content_key(self.identity, _dpu_tree_digest(), variant.kernel.digest(),
+                          str(source.relative_to(variant.kernel.root)), *flags)
+        if (hit := self.cache.get("ir", key, ".ll")) is not None:
+            return hit.decode()
+        with tempfile.TemporaryDirectory(prefix="cnmtune-cc-") as tmp:
+            out = Path(tmp) / "out.ll"
+            result = zig.run(["cc", *flags, "-S", "-emit-llvm", str(source), "-o", str(out)])
+            if result.returncode != 0:
+                raise CompileError(f"{variant.label}: {source.name} does not compile", _diagnostics(result.stderr))
+            ir = out.read_text()
+        self.cache.put("ir", key, ".ll", ir.encode())
+        return ir
+
+    def optimize(self, variant: Variant, ir: str) -> llvm.ModuleRef:
+        """Parse IR and run the variant's pipeline on it."""
+        module = llvm.parse_assembly(ir)
+        apply_pipeline(module, variant.pipeline, self.target_machine())
+        module.verify()
+        return module
+
+    def _object(self, variant: Variant, source: Path) -> Path:
+        ir = self.emit_ir(variant, source)
+        key = content_key(self.identity, ir, variant.pipeline.text)
+        path = self.cache.path("obj", key, ".o")
+        if not path.is_file():
+            module = self.optimize(variant, ir)
+            self.cache.put("obj", key, ".o", self.target_machine().emit_object(module))
+        return path
+
+    def runtime_objects(self) -> list[Path]:
+        """cnmtune's DPU runtime (crt0, alloc, stdio, string, ...) compiled once at -O2."""
+        sources = sorted([*RUNTIME_DIR.glob("*.c"), *RUNTIME_DIR.glob("*.S")])
+        key = content_key(self.identity, _dpu_tree_digest())
+        objects = [self.cache.path("runtime", key, f"-{s.name}.o") for s in sources]
+        for source, obj in zip(sources, objects):
+            if obj.is_file():
+                continue
+            with tempfile.TemporaryDirectory(prefix="cnmtune-rt-") as tmp:
+                out = Path(tmp) / "out.o"
+                result = zig.run(["cc", *FRONTEND_FLAGS, "-O2", f"-I{INCLUDE_DIR}", "-c", str(source), "-o", str(out)])
+                if result.returncode != 0:
+                    raise CompileError(f"DPU runtime source {source.name} does not compile", _diagnostics(result.stderr))
+                self.cache.put("runtime", key, f"-{source.name}.o", out.read_bytes())
+        return objects
+
+    def _link(self, variant: Variant, objects: list[Path], elf_path: Path) -> None:
+        with tempfile.TemporaryDirectory(prefix="cnmtune-ld-") as tmp:
+            out = Path(tmp) / "out.elf"
+            result = zig.run([
+                "ld.lld", "-m", "elf32lriscv", "-static", "--gc-sections", "--strip-debug",
+                "-T", str(LINKER_SCRIPT), f"--defsym=NR_TASKLETS={variant.nr_tasklets}",
+                f"--defsym=STACK_SIZE_DEFAULT={variant.stack_size}", "-o", str(out),
+                *map(str, objects), *map(str, self.runtime_objects()), str(zig.compiler_rt_archive()),
+            ])
+            if result.returncode != 0:
+                raise LinkError(f"{variant.label}: link failed", _diagnostics(result.stderr))
+            elf_path.parent.mkdir(parents=True, exist_ok=True)
+            staged = elf_path.with_name(f".{elf_path.name}.{Path(tmp).name}")
+            shutil.move(str(out), staged)
+            staged.replace(elf_path)

@@ -1,0 +1,52 @@
+"""Shared fixtures: an isolated build cache, the proxy toolchain, the va kernel, scratch kernels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cnmtune.runtime import Kernel
+from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
+
+REPO = Path(__file__).resolve().parents[1]
+VA_DIR = REPO / "benchmarks" / "prim" / "va"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_cache(tmp_path_factory):
+    """Every test session builds into its own cache, so tests never see a stale entry."""
+    root = tmp_path_factory.mktemp("cnmtune-cache")
+    patcher = pytest.MonkeyPatch()
+    patcher.setenv("CNMTUNE_CACHE_DIR", str(root))
+    yield root
+    patcher.undo()
+
+
+@pytest.fixture(scope="session")
+def toolchain(isolated_cache) -> ProxyToolchain:
+    return ProxyToolchain(BuildCache(isolated_cache))
+
+
+@pytest.fixture(scope="session")
+def va() -> Kernel:
+    return Kernel.load(VA_DIR)
+
+
+@pytest.fixture(scope="session")
+def va_o2(toolchain, va):
+    """va compiled at O2 with 16 tasklets."""
+    return toolchain.compile(Variant.of(va, "O2", 16))
+
+
+@pytest.fixture
+def make_kernel(tmp_path):
+    """Write a one-file kernel directory from C text and return the loaded Kernel."""
+    def make(source: str, name: str = "scratch", workload: str | None = None) -> Kernel:
+        root = tmp_path / name
+        (root / "dpu").mkdir(parents=True)
+        (root / "dpu" / "task.c").write_text(source)
+        if workload is not None:
+            (root / "workload.py").write_text(workload)
+        return Kernel.load(root)
+    return make

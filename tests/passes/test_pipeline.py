@@ -1,0 +1,63 @@
+"""Pipeline parsing, canonical text, ids and the vocabulary."""
+
+import pytest
+
+from cnmtune.errors import PipelineError
+from cnmtune.passes import EXCLUDED, LEVELS, NAMES, PASSES, Pipeline, random_pipeline, standard_levels
+
+
+@pytest.mark.parametrize("text", LEVELS)
+def test_levels_parse(text):
+    assert Pipeline.parse(text) == Pipeline(level=text)
+    assert Pipeline.parse("-" + text).text == text
+
+
+def test_pass_sequence_parse_and_canonical_text():
+    pipeline = Pipeline.parse(" sroa, instcombine,loop-rotate,-loop-unroll,simplifycfg ")
+    assert pipeline.passes == ("sroa", "instcombine", "loop-rotate", "loop-unroll", "simplifycfg")
+    assert pipeline.text == "sroa,instcombine,loop-rotate,loop-unroll,simplifycfg"
+    assert Pipeline.parse(pipeline.text) == pipeline
+    assert pipeline.id == Pipeline.parse("-sroa -instcombine -loop-rotate -loop-unroll -simplifycfg").id
+    assert pipeline.id != Pipeline.parse("instcombine,sroa,loop-rotate,loop-unroll,simplifycfg").id
+
+
+def test_unknown_pass_lists_valid_names():
+    with pytest.raises(PipelineError) as err:
+        Pipeline.parse("sroa,licm-typo")
+    message = str(err.value)
+    assert "licm-typo" in message
+    assert all(name in message for name in NAMES)
+
+
+@pytest.mark.parametrize("text", ["", "  ", "sroa,,dce", "O9", "loop-unroll<count=4>", "function(sroa)"])
+def test_malformed_pipelines_are_refused(text):
+    with pytest.raises(PipelineError):
+        Pipeline.parse(text)
+
+
+def test_level_and_passes_are_exclusive():
+    with pytest.raises(PipelineError):
+        Pipeline(level="O2", passes=("sroa",))
+    assert Pipeline() == Pipeline(level="O0")
+
+
+def test_vocabulary_is_the_llvmlite_transform_set():
+    import llvmlite.binding as llvm
+
+    manager = llvm.create_new_module_pass_manager()
+    for info in PASSES:
+        assert callable(getattr(manager, info.adder)), info.name
+    adders = {m for m in dir(manager) if m.startswith("add_") and m.endswith("_pass")}
+    not_transforms = {a for a in adders if any(k in a for k in ("printer", "viewer", "aa_eval", "module_debug_info"))}
+    covered = {info.adder for info in PASSES}
+    excluded = {"add_internalize_pass", "add_refprune_pass"}
+    assert adders - not_transforms - covered == excluded
+    assert set(EXCLUDED) == {"internalize", "refprune"}
+    assert len(NAMES) == len(set(NAMES)) >= 40
+
+
+def test_enumeration_is_seeded():
+    assert random_pipeline(10, seed=3) == random_pipeline(10, seed=3)
+    assert random_pipeline(10, seed=3) != random_pipeline(10, seed=4)
+    assert len(random_pipeline(20, seed=0).passes) == 20
+    assert [p.text for p in standard_levels()] == list(LEVELS)

@@ -1,0 +1,129 @@
+"""The proxy toolchain on real compiles: pipelines, cache, capacity checks, bad input."""
+
+from __future__ import annotations
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from cnmtune.dpu.memory_map import IRAM_BASE, IRAM_CAPACITY_INSTRUCTIONS
+from cnmtune.errors import CompileError, IramOverflow, KernelError, LinkError, WramOverflow
+from cnmtune.passes import NAMES, Pipeline, random_pipeline
+from cnmtune.runtime.toolchain import Variant
+
+SMALL_KERNEL = """
+#include <defs.h>
+#include <mram.h>
+#include <stdint.h>
+__host uint32_t result;
+int main(void) { if (me() == 0) result = 42; return 0; }
+"""
+
+
+def _symbols(path):
+    with open(path, "rb") as handle:
+        elf = ELFFile(handle)
+        text = elf.get_section_by_name(".text")
+        return {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()}, text["sh_addr"]
+
+
+def test_va_o2_links_with_dpu_memory_map(va_o2):
+    symbols, text_addr = _symbols(va_o2.elf_path)
+    assert text_addr == IRAM_BASE
+    assert symbols["__cnm_text_kernel_start"] <= symbols["main"] < symbols["__cnm_text_kernel_end"]
+    assert symbols["DPU_INPUT_ARGUMENTS"] < 0x10000
+    assert symbols["__sys_used_mram_end"] >= 0x08000000
+    assert 0 < va_o2.memory.kernel_instructions < IRAM_CAPACITY_INSTRUCTIONS
+    assert va_o2.memory.wram_stack_bytes == 16 * 1024
+    assert len(va_o2.elf_hash) == 64
+
+
+def test_pipelines_change_the_binary(toolchain, va, va_o2):
+    o0 = toolchain.compile(Variant.of(va, "O0", 16))
+    rand = toolchain.compile(Variant.of(va, random_pipeline(10, seed=7), 16))
+    assert len({o0.elf_hash, va_o2.elf_hash, rand.elf_hash}) == 3
+    assert o0.memory.kernel_instructions > va_o2.memory.kernel_instructions
+
+
+def test_tasklets_and_defines_reach_compile_and_link(toolchain, va):
+    small = toolchain.compile(Variant.of(va, "O2", 2, {"BL": 6}))
+    assert small.memory.wram_stack_bytes == 2 * 1024
+    symbols, _ = _symbols(small.elf_path)
+    assert symbols["NR_TASKLETS"] == 2
+
+
+def test_second_compile_hits_the_cache(toolchain, va):
+    variant = Variant.of(va, "sroa,instcombine,loop-rotate", 8)
+    first = toolchain.compile(variant)
+    second = toolchain.compile(variant)
+    assert second.cached and second.elf_hash == first.elf_hash and second.elf_path == first.elf_path
+
+
+def test_source_edit_invalidates_the_cache(toolchain, make_kernel):
+    kernel = make_kernel(SMALL_KERNEL)
+    first = toolchain.compile(Variant.of(kernel, "O2", 1))
+    (kernel.root / "dpu" / "task.c").write_text(SMALL_KERNEL.replace("42", "43"))
+    second = toolchain.compile(Variant.of(kernel, "O2", 1))
+    assert not second.cached and second.elf_hash != first.elf_hash
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_pass_produces_a_linked_program(toolchain, va, name):
+    binary = toolchain.compile(Variant.of(va, Pipeline(passes=(name,)), 4))
+    symbols, _ = _symbols(binary.elf_path)
+    assert "DPU_INPUT_ARGUMENTS" in symbols and "__sys_used_mram_end" in symbols
+
+
+@pytest.mark.parametrize("level", ["O1", "O3", "Os", "Oz"])
+def test_levels_compile(toolchain, va, level):
+    assert toolchain.compile(Variant.of(va, level, 4)).memory.kernel_instructions > 0
+
+
+def test_broken_c_shows_compiler_message(toolchain, make_kernel):
+    kernel = make_kernel("int main(void) { return undefined_thing; }\n")
+    with pytest.raises(CompileError) as err:
+        toolchain.compile(Variant.of(kernel, "O2", 1))
+    text = str(err.value)
+    assert "scratch[O2, 1 tasklets]" in text and "task.c does not compile" in text
+    assert "undefined_thing" in text
+
+
+def test_undefined_function_is_a_link_error(toolchain, make_kernel):
+    kernel = make_kernel("void missing(void); int main(void) { missing(); return 0; }\n")
+    with pytest.raises(LinkError, match="missing"):
+        toolchain.compile(Variant.of(kernel, "O0", 1))
+
+
+def test_iram_overflow(toolchain, make_kernel):
+    body = "\n".join(f"    sink[{i % 64}] = sink[{(i * 7) % 64}] + {i};" for i in range(3000))
+    kernel = make_kernel(f"volatile int sink[64];\nint main(void) {{\n{body}\n    return 0;\n}}\n")
+    with pytest.raises(IramOverflow, match=r"IRAM overflow: \d+ instructions .* exceed the DPU's 4096"):
+        toolchain.compile(Variant.of(kernel, "O0", 1))
+
+
+def test_wram_overflow_from_globals(toolchain, make_kernel):
+    kernel = make_kernel("char big[70000];\nint main(void) { big[1] = 1; return big[2]; }\n")
+    with pytest.raises(WramOverflow, match=r"WRAM overflow: \d+ B \(globals \d+"):
+        toolchain.compile(Variant.of(kernel, "O0", 1))
+
+
+def test_wram_overflow_from_stacks(toolchain, make_kernel):
+    kernel = make_kernel(SMALL_KERNEL)
+    with pytest.raises(WramOverflow, match="stacks 98304"):
+        toolchain.compile(Variant.of(kernel, "O0", 24, stack_size=4096))
+
+
+def test_bad_tasklets_and_defines_are_refused(va):
+    with pytest.raises(KernelError, match="NR_TASKLETS=25"):
+        Variant.of(va, "O2", 25)
+    with pytest.raises(KernelError, match="BL=99"):
+        Variant.of(va, "O2", 16, {"BL": 99})
+
+
+def test_missing_kernel_dir(tmp_path):
+    from cnmtune.runtime import Kernel
+
+    with pytest.raises(KernelError, match="does not exist"):
+        Kernel.load(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(KernelError, match=r"no device sources"):
+        Kernel.load(tmp_path / "empty")
