@@ -55,3 +55,15 @@ class ElfError(CnmtuneError):
 
 class UnsupportedMachine(ElfError):
     """An ELF for a machine cnmtune cannot read (or cannot read yet)."""
+
+
+class NotAnElf(ElfError):
+    """A file that is not an ELF at all (wrong magic bytes)."""
+
+
+class TruncatedElf(ElfError):
+    """An ELF whose headers, sections or symbols run past the end of the file or are corrupt."""
+
+
+class SchemaMismatch(CnmtuneError):
+    """Features, a vector or a model made for another feature schema."""

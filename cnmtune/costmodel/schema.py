@@ -1,0 +1,116 @@
+"""The feature schema: the ordered names of a feature vector, its version and its hash.
+
+Column families (``<m>`` a mnemonic, ``<f>`` a callee, ``<S>`` an ecall service):
+
+- ``op:<m>``     kernel opcode histogram (static count)
+- ``wop:<m>``    kernel histogram weighted by loop depth: an instruction at depth d counts
+                 ``loop_weight ** d`` (a static estimate of its dynamic frequency)
+- ``call:<f>``   direct calls from kernel code to runtime/softlib routine f
+- ``wcall:<f>``  the same, loop-weighted
+- ``ecall:<S>``  ecall sites in kernel code requesting service S
+- ``wecall:<S>`` the same, loop-weighted
+- scalars        sizes, footprints, loops, configuration (``SCALARS``)
+
+Every family ends with an ``other`` column that collects whatever the schema does not list,
+so projecting features onto a schema never drops counts. The hash is the first 16 hex digits
+(64 bits) of sha256 over the version, the loop weight and the names, one per line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from cnmtune.costmodel.calls import load_services
+from cnmtune.costmodel.isa import RV32I_MNEMONICS
+
+SCHEMA_VERSION = "proxy-1"
+DEFAULT_LOOP_WEIGHT = 10.0
+OTHER = "other"
+
+#: Runtime and compiler_rt routines that get a call column of their own, in a fixed order.
+RUNTIME_ROUTINES: tuple[str, ...] = (
+    # 32/64-bit integer multiply, divide, shift
+    "__mulsi3", "__divsi3", "__udivsi3", "__modsi3", "__umodsi3",
+    "__muldi3", "__divdi3", "__udivdi3", "__moddi3", "__umoddi3",
+    "__ashldi3", "__lshrdi3", "__ashrdi3", "__clzsi2", "__ctzsi2", "__popcountsi2",
+    # single and double precision arithmetic
+    "__addsf3", "__subsf3", "__mulsf3", "__divsf3", "__negsf2",
+    "__adddf3", "__subdf3", "__muldf3", "__divdf3", "__negdf2",
+    # comparisons (zig's compiler_rt defines eq/ne/lt/le as aliases of __cmp*f2)
+    "__cmpsf2", "__eqsf2", "__nesf2", "__ltsf2", "__lesf2", "__gtsf2", "__gesf2", "__unordsf2",
+    "__cmpdf2", "__eqdf2", "__nedf2", "__ltdf2", "__ledf2", "__gtdf2", "__gedf2", "__unorddf2",
+    # conversions
+    "__floatsisf", "__floatunsisf", "__floatdisf", "__floatundisf",
+    "__fixsfsi", "__fixunssfsi", "__fixsfdi", "__fixunssfdi",
+    "__floatsidf", "__floatunsidf", "__floatdidf", "__floatundidf",
+    "__fixdfsi", "__fixunsdfsi", "__fixdfdi", "__fixunsdfdi",
+    "__extendsfdf2", "__truncdfsf2",
+    # DPU runtime C
+    "memcpy", "memset", "memmove", "memcmp", "mem_alloc", "mem_reset", "printf", "puts",
+    "check_stack",
+)
+
+#: Scalar columns, each an attribute of Features of the same name (None counts as 0).
+SCALARS: tuple[str, ...] = (
+    "iram_instructions", "iram_kernel_instructions", "iram_runtime_instructions",
+    "iram_softlib_instructions", "kernel_functions", "loops", "max_loop_depth",
+    "internal_calls", "indirect_calls", "wram_static_bytes", "wram_data_bytes",
+    "wram_host_bytes", "wram_stack_bytes", "mram_static_bytes", "nr_tasklets", "stack_size",
+)
+
+
+@dataclass(frozen=True)
+class FeatureSchema:
+    """The ordered column names of a feature vector, with the version they follow."""
+
+    names: tuple[str, ...]
+    version: str = SCHEMA_VERSION
+    loop_weight: float = DEFAULT_LOOP_WEIGHT
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(self.names))
+        object.__setattr__(self, "loop_weight", float(self.loop_weight))
+        duplicates = [n for n, c in Counter(self.names).items() if c > 1]
+        if duplicates:
+            raise ValueError(f"feature schema {self.version}: duplicate names {duplicates[:5]}")
+        families = {n.partition(":")[0] for n in self.names if ":" in n}
+        missing = sorted(f"{f}:{OTHER}" for f in families if f"{f}:{OTHER}" not in self.names)
+        if missing:
+            # Without the family's catch-all column, counts the schema does not list would vanish.
+            raise ValueError(f"feature schema {self.version}: missing {', '.join(missing)}")
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @cached_property
+    def hash(self) -> str:
+        """First 16 hex digits of sha256(version, loop weight, names), one per line."""
+        text = "\n".join((self.version, repr(self.loop_weight), *self.names))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict:
+        """JSON-safe form, e.g. for a model's metadata."""
+        return {"version": self.version, "loop_weight": self.loop_weight,
+                "names": list(self.names), "hash": self.hash}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FeatureSchema:
+        """Inverse of ``to_dict`` (the stored hash is not trusted; it is recomputed)."""
+        return cls(tuple(data["names"]), data["version"], data["loop_weight"])
+
+
+def default_schema(header: Path | None = None,
+                   loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
+    """The proxy target's schema; ecall columns follow cnm_ecall.h (or ``header``)."""
+    services = [name for _, name in sorted(load_services(header).items())]
+    names: list[str] = []
+    for family, keys in (("op", RV32I_MNEMONICS), ("wop", RV32I_MNEMONICS),
+                         ("call", RUNTIME_ROUTINES), ("wcall", RUNTIME_ROUTINES),
+                         ("ecall", services), ("wecall", services)):
+        names.extend(f"{family}:{key}" for key in (*keys, OTHER))
+    names.extend(SCALARS)
+    return FeatureSchema(tuple(names), SCHEMA_VERSION, loop_weight)
