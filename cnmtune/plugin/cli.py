@@ -15,8 +15,10 @@ from rich.table import Table
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.passes import PASSES, Pipeline, random_pipeline
+from cnmtune.plugin.compare import SUMMARY_ROWS, comparison_record, comparison_table, compile_all, plot_histograms
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+from cnmtune.runtime.toolchain.cache import atomic_write
 from cnmtune.runtime.workload import DefineValue
 
 app = typer.Typer(
@@ -73,6 +75,80 @@ def compile(
     for key, value in record.items():
         table.add_row(key, str(value))
     console.print(table)
+
+
+@app.command()
+def features(
+    elf: Path = typer.Argument(..., help="a linked DPU-proxy ELF (from `cnmtune compile`)"),
+    as_json: bool = typer.Option(False, "--json", help="print the full feature record as JSON"),
+) -> None:
+    """Static features of an ELF: opcode histogram, runtime calls, loops, footprints."""
+    from cnmtune.costmodel import default_schema, extract_features
+
+    found = extract_features(elf)
+    schema = default_schema()
+    if as_json:
+        record = found.to_dict()
+        record["feature_schema"] = {"version": schema.version, "hash": schema.hash, "columns": len(schema)}
+        _emit_json(record)
+        return
+    summary = Table(title=f"{elf.name}: {found.machine}, schema {schema.version} ({schema.hash})", show_header=False)
+    for label, attr in SUMMARY_ROWS:
+        summary.add_row(label, str(getattr(found, attr)))
+    console.print(summary)
+    calls = Table(title="runtime calls from kernel code")
+    calls.add_column("callee")
+    calls.add_column("sites", justify="right")
+    calls.add_column("loop-weighted", justify="right")
+    for callee, count in sorted(found.kernel_calls.items(), key=lambda kv: -kv[1]):
+        calls.add_row(callee, str(count), f"{found.weighted_kernel_calls.get(callee, 0):.0f}")
+    console.print(calls)
+    histogram = Table(title="kernel opcode histogram")
+    for column in ("mnemonic", "count", "loop-weighted", "whole program"):
+        histogram.add_column(column, justify="right" if column != "mnemonic" else "left")
+    for mnemonic, count in sorted(found.kernel_histogram.items(), key=lambda kv: -kv[1]):
+        histogram.add_row(mnemonic, str(count), f"{found.weighted_kernel_histogram.get(mnemonic, 0):.0f}",
+                          str(found.histogram.get(mnemonic, 0)))
+    console.print(histogram)
+
+
+@app.command()
+def compare(
+    kernel_dir: Path = typer.Argument(..., help="kernel directory (dpu/*.c, workload.py)"),
+    pipeline: list[str] = typer.Option([], "--pipeline", "-p", help="pipeline to compare, repeatable"),
+    random: int = typer.Option(0, "--random", help="also compare N seeded random pipelines"),
+    random_length: int = typer.Option(10, "--random-length", help="passes per random pipeline"),
+    seed: int = typer.Option(0, "--seed", help="seed of the first random pipeline"),
+    tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
+    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="write a PNG bar chart of the histograms"),
+    json_out: Optional[Path] = typer.Option(None, "--json-out", help="write the records as JSON here"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+) -> None:
+    """Compile one kernel under several pipelines and compare their static features."""
+    pipelines = [Pipeline.parse(text) for text in pipeline]
+    pipelines += [random_pipeline(random_length, seed=seed + k) for k in range(random)]
+    if not pipelines:
+        raise CnmtuneError("nothing to compare: give --pipeline P (repeatable) and/or --random N")
+    kernel = Kernel.load(kernel_dir)
+    defines = parse_defines(define)
+    variants = [Variant.of(kernel, p, tasklets, defines) for p in pipelines]
+    compiled = compile_all(ProxyToolchain(), variants)
+    records = comparison_record(compiled)
+    if json_out:
+        atomic_write(json_out, (json.dumps(records, indent=2, sort_keys=True) + "\n").encode())
+    if plot:
+        plot_histograms(compiled, plot)
+    if as_json:
+        _emit_json(records)
+        return
+    console.print(comparison_table(compiled))
+    for item in compiled:
+        console.print(f"  {item.binary.variant.label}: {item.binary.elf_hash[:16]}  "
+                      f"{'cached' if item.binary.cached else 'compiled'} in {item.binary.seconds * 1000:.0f} ms",
+                      highlight=False, markup=False)
+    for path in (p for p in (plot, json_out) if p):
+        console.print(f"wrote {path}", highlight=False, markup=False)
 
 
 @app.command()

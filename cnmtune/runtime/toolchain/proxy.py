@@ -153,8 +153,10 @@ class ProxyToolchain(Toolchain):
     def _link(self, variant: Variant, objects: list[Path], elf_path: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="cnmtune-ld-") as tmp:
             out = Path(tmp) / "out.elf"
+            # --discard-locals drops assembler temporaries (.L*), as the UPMEM SDK link does;
+            # compiler_rt alone would leave ~5,000 of them in .symtab.
             result = zig.run([
-                "ld.lld", "-m", "elf32lriscv", "-static", "--gc-sections", "--strip-debug",
+                "ld.lld", "-m", "elf32lriscv", "-static", "--gc-sections", "--strip-debug", "--discard-locals",
                 "-T", str(LINKER_SCRIPT), f"--defsym=NR_TASKLETS={variant.nr_tasklets}",
                 f"--defsym=STACK_SIZE_DEFAULT={variant.stack_size}", "-o", str(out),
                 *map(str, objects), *map(str, self.runtime_objects()), str(zig.compiler_rt_archive()),

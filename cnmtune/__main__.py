@@ -1,0 +1,5 @@
+"""`python -m cnmtune` runs the cnmtune command line."""
+
+from cnmtune.plugin.cli import main
+
+main()
