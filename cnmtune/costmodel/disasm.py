@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import capstone
 import numpy as np
 
-from cnmtune.costmodel.elf import ElfImage
+from cnmtune.costmodel.elf import ElfImage, initial_word
 from cnmtune.costmodel.isa import OP_AUIPC, OP_LUI, Fields, decode_fields, normalise
 from cnmtune.errors import ElfError
 
@@ -59,6 +59,7 @@ class Program:
     function_of: np.ndarray
     padding: np.ndarray
     regions_known: bool
+    initialised: tuple[tuple[int, bytes], ...] = ()
 
     def address(self, index: int) -> int:
         """The address of instruction ``index``."""
@@ -70,6 +71,10 @@ class Program:
         if offset % 4 or not 0 <= offset < 4 * len(self.words):
             return None
         return offset // 4
+
+    def initial_word(self, address: int) -> int | None:
+        """The word the ELF initialises at data address ``address`` (None if it does not)."""
+        return initial_word(self.initialised, address)
 
     def function_at(self, index: int) -> Function:
         """The function holding instruction ``index``."""
@@ -120,7 +125,8 @@ def disassemble(image: ElfImage) -> Program:
     fields = decode_fields(words)
     return Program(name=image.name, text_address=image.text_address, words=words, fields=fields,
                    mnemonics=normalise(fields, capstone_mnemonics), functions=functions,
-                   function_of=function_of, padding=padding, regions_known=bounds is not None)
+                   function_of=function_of, padding=padding, regions_known=bounds is not None,
+                   initialised=image.initialised)
 
 
 def _region(address: int, bounds: dict[str, tuple[int, int]] | None) -> str:

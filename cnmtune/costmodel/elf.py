@@ -80,10 +80,25 @@ class ElfImage:
     labels: tuple[FunctionSymbol, ...]
     symbols: dict[str, int]
     absolute: frozenset[str]
+    initialised: tuple[tuple[int, bytes], ...] = ()
 
     def symbol(self, name: str) -> int | None:
         """The value of a global symbol, or None when the ELF does not define it."""
         return self.symbols.get(name)
+
+    def initial_word(self, address: int) -> int | None:
+        """The word the loader writes at ``address`` (see ``initial_word``)."""
+        return initial_word(self.initialised, address)
+
+
+def initial_word(initialised: tuple[tuple[int, bytes], ...], address: int) -> int | None:
+    """The little-endian word at ``address`` of the initialised data sections
+    ((address, bytes) pairs), or None when no section holds all 4 bytes."""
+    for start, content in initialised:
+        offset = address - start
+        if 0 <= offset <= len(content) - 4:
+            return int.from_bytes(content[offset:offset + 4], "little")
+    return None
 
 
 def machine_name(e_machine: int) -> str:
@@ -197,9 +212,16 @@ def _image(data: bytes, label: str, headers: np.ndarray,
     functions, labels, values, absolute = _classify(syms, strings, text, t_addr,
                                                     t_addr + t_size, label)
     t_off = int(headers["offset"][text])
+    # What the loader writes into the data memories (WRAM, MRAM): constant pools and
+    # initialised globals, read when a call target is loaded from a link-time address.
+    stored = (headers["type"] != _SHT_NOBITS) & (headers["type"] != _SHT_NULL)
+    initialised = tuple(
+        (s.address, data[int(h["offset"]):int(h["offset"]) + s.size])
+        for s, h, keep in zip(sections, headers, stored.tolist())
+        if keep and s.alloc and not s.executable and s.size)
     return ElfImage(name=label, data=data, machine="riscv32", text_address=t_addr,
                     text=data[t_off:t_off + t_size], sections=sections, functions=functions,
-                    labels=labels, symbols=values, absolute=absolute)
+                    labels=labels, symbols=values, absolute=absolute, initialised=initialised)
 
 
 def _symbols(data: bytes, offset: int, size: int, label: str) -> np.ndarray:

@@ -2,8 +2,9 @@
 
 ``extract_features(path)`` decodes .text (capstone), attributes every instruction to a function
 and a region (kernel, runtime, softlib), builds each function's CFG and natural loops
-(networkx), counts calls to runtime routines and ecall services, and reads the WRAM/MRAM
-footprints. ``Features.vector(schema)`` projects the result onto a FeatureSchema.
+(networkx), counts calls to runtime routines by name (kernels reach every DPU service through a
+runtime function: ecalls occur only inside the runtime), and reads the WRAM/MRAM footprints.
+``Features.vector(schema)`` projects the result onto a FeatureSchema.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from cnmtune.costmodel.schema import (DEFAULT_LOOP_WEIGHT, OTHER, SCALARS, SCHEM
 from cnmtune.errors import SchemaMismatch
 
 _FAMILY_FIELD = {"op": "kernel_histogram", "wop": "weighted_kernel_histogram",
-                 "call": "kernel_calls", "wcall": "weighted_kernel_calls",
-                 "ecall": "kernel_ecalls", "wecall": "weighted_kernel_ecalls"}
+                 "call": "kernel_calls", "wcall": "weighted_kernel_calls"}
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,23 @@ class Features:
     """Static features of one ELF (treat the dicts as read-only).
 
     Histograms map a mnemonic (see cnmtune.costmodel.isa) to a count. Call dicts map a callee
-    outside the kernel region (all callees when ``regions_known`` is False) to its call sites;
-    ecall dicts map a service name to its sites. ``kernel_*`` count sites in kernel code,
-    ``total_*`` sites anywhere. ``weighted_*`` count each kernel instruction or site
-    ``loop_weight ** depth``, with the depth of kernel call sites leading to its function
-    added (see cnmtune.costmodel.callgraph). ``internal_calls``/``indirect_calls`` are kernel
-    sites calling kernel functions / through a register. ``loops`` counts the natural loops
-    of kernel functions; ``max_loop_depth`` is the deepest kernel instruction, caller depth
-    included. ``functions`` list every function's own loops.
+    outside the kernel region (all callees when ``regions_known`` is False) to its call sites:
+    ``kernel_calls`` counts sites in kernel code, ``total_calls`` sites anywhere.
+    ``total_ecalls`` maps an ecall service to its sites anywhere (informational, not in the
+    schema: ecalls occur only inside runtime functions, so a kernel's use of a service is the
+    kernel_calls count of the runtime function wrapping it). ``weighted_*`` count each kernel
+    instruction or site ``loop_weight ** depth``, with the depth of kernel call sites leading
+    to its function added (see cnmtune.costmodel.callgraph). ``internal_calls``/
+    ``indirect_calls`` are kernel sites calling kernel functions / through an unknown register.
+
+    Instruction counts exclude alignment padding (zero words outside functions).
+    ``iram_instructions`` is what the toolchain charges against the DPU's 4096-instruction
+    IRAM: kernel + runtime, soft arithmetic excluded (cnmtune.runtime.toolchain.layout).
+    ``text_instructions`` is all of .text: kernel + runtime + softlib. Without region symbols
+    (a foreign ELF) everything is kernel and the two are equal.
+
+    ``loops`` counts the natural loops of kernel functions; ``max_loop_depth`` is the deepest
+    kernel instruction, caller depth included. ``functions`` list every function's own loops.
     """
 
     name: str
@@ -72,13 +81,12 @@ class Features:
     kernel_calls: dict[str, int]
     total_calls: dict[str, int]
     weighted_kernel_calls: dict[str, float]
-    kernel_ecalls: dict[str, int]
     total_ecalls: dict[str, int]
-    weighted_kernel_ecalls: dict[str, float]
     internal_calls: int
     indirect_calls: int
     functions: tuple[FunctionInfo, ...]
     iram_instructions: int
+    text_instructions: int
     iram_kernel_instructions: int
     iram_runtime_instructions: int
     iram_softlib_instructions: int
@@ -109,7 +117,7 @@ class Features:
     def vector(self, schema: FeatureSchema) -> np.ndarray:
         """The features as a float32 vector ordered like ``schema.names``."""
         if self.loop_weight != schema.loop_weight and any(
-                n.startswith(("wop:", "wcall:", "wecall:")) for n in schema.names):
+                n.startswith(("wop:", "wcall:")) for n in schema.names):
             raise SchemaMismatch(
                 f"{self.name}: features weighted with loop weight {self.loop_weight}, schema "
                 f"{schema.version} ({schema.hash}) expects {schema.loop_weight}")
@@ -138,12 +146,16 @@ class Features:
 
 def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT_LOOP_WEIGHT,
                      ecall_header: Path | None = None, name: str | None = None) -> Features:
-    """Read the static features of a linked proxy ELF (a path or its bytes)."""
+    """Read the static features of a linked proxy ELF (a path or its bytes).
+
+    ``ecall_header`` is the service table naming ``total_ecalls`` (default: the DPU runtime's
+    cnm_ecall.h).
+    """
     image = load_elf(source, name)
     services = load_services(ecall_header)
     program = disassemble(image)
     local_depth, cfgs = loop_depths(program)
-    calls = call_sites(program)
+    calls = call_sites(program, cfgs)
     weights, depth = inlined_weights(program, calls, local_depth, loop_weight)
     region = np.array([REGIONS.index(f.region) for f in program.functions],
                       dtype=np.int8)[program.function_of]
@@ -158,14 +170,14 @@ def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT
         cast = int if w is None else float
         return {vocabulary[k]: cast(c) for k, c in enumerate(counts.tolist()) if c}
 
-    def tally(sites, key) -> tuple[dict, dict, dict]:
+    def tally(sites) -> tuple[dict, dict, dict]:
         kernel_counts, total_counts, weighted = Counter(), Counter(), {}
         for site in sites:
-            name = key(site)
-            total_counts[name] += 1
+            total_counts[site.callee] += 1
             if kernel[site.index]:
-                kernel_counts[name] += 1
-                weighted[name] = weighted.get(name, 0.0) + float(weights[site.index])
+                kernel_counts[site.callee] += 1
+                w = float(weights[site.index])
+                weighted[site.callee] = weighted.get(site.callee, 0.0) + w
         return dict(kernel_counts), dict(total_counts), weighted
 
     def internal(site) -> bool:
@@ -173,9 +185,8 @@ def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT
             and program.functions[site.callee_function].region == KERNEL
 
     kernel_calls, total_calls, weighted_calls = tally(
-        [s for s in calls if s.callee is not None and not internal(s)], lambda s: s.callee)
-    ecalls = ecall_sites(program, cfgs, services)
-    kernel_ecalls, total_ecalls, weighted_ecalls = tally(ecalls, lambda s: s.service)
+        [s for s in calls if s.callee is not None and not internal(s)])
+    total_ecalls = dict(Counter(s.service for s in ecall_sites(program, cfgs, services)))
     infos = tuple(FunctionInfo(f.name, f.address, int(live[f.first:f.first + f.count].sum()),
                                f.region, c.loops, c.max_depth)
                   for f, c in zip(program.functions, cfgs))
@@ -189,11 +200,11 @@ def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT
         softlib_histogram=histogram(masks[SOFTLIB]),
         weighted_kernel_histogram=histogram(kernel, weights),
         kernel_calls=kernel_calls, total_calls=total_calls, weighted_kernel_calls=weighted_calls,
-        kernel_ecalls=kernel_ecalls, total_ecalls=total_ecalls,
-        weighted_kernel_ecalls=weighted_ecalls,
+        total_ecalls=total_ecalls,
         internal_calls=sum(1 for s in calls if internal(s) and kernel[s.index]),
         indirect_calls=sum(1 for s in calls if s.callee is None and kernel[s.index]),
-        functions=infos, iram_instructions=int(live.sum()),
+        functions=infos, iram_instructions=int((masks[KERNEL] | masks[RUNTIME]).sum()),
+        text_instructions=int(live.sum()),
         iram_kernel_instructions=int(kernel.sum()),
         iram_runtime_instructions=int(masks[RUNTIME].sum()),
         iram_softlib_instructions=int(masks[SOFTLIB].sum()),

@@ -1,15 +1,17 @@
 """The feature schema: the ordered names of a feature vector, its version and its hash.
 
-Column families (``<m>`` a mnemonic, ``<f>`` a callee, ``<S>`` an ecall service):
+Column families (``<m>`` a mnemonic, ``<f>`` a callee):
 
 - ``op:<m>``     kernel opcode histogram (static count)
 - ``wop:<m>``    kernel histogram weighted by loop depth: an instruction at depth d counts
                  ``loop_weight ** d`` (a static estimate of its dynamic frequency)
-- ``call:<f>``   direct calls from kernel code to runtime/softlib routine f
+- ``call:<f>``   calls from kernel code to runtime/softlib routine f (``RUNTIME_ROUTINES``)
 - ``wcall:<f>``  the same, loop-weighted
-- ``ecall:<S>``  ecall sites in kernel code requesting service S
-- ``wecall:<S>`` the same, loop-weighted
 - scalars        sizes, footprints, loops, configuration (``SCALARS``)
+
+There is no ecall family: kernels contain no ecall (llvmlite, which generates kernel code, has
+no RISC-V assembler), so every DPU service a kernel uses (``me``, ``mram_read``,
+``barrier_wait``, ...) is a call to the runtime function wrapping it and lands in ``call:``.
 
 Every family ends with an ``other`` column that collects whatever the schema does not list,
 so projecting features onto a schema never drops counts. The hash is the first 16 hex digits
@@ -22,12 +24,12 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
-from cnmtune.costmodel.calls import load_services
 from cnmtune.costmodel.isa import RV32I_MNEMONICS
 
-SCHEMA_VERSION = "proxy-1"
+#: proxy-2: no ecall families, runtime services as call columns, iram_instructions = kernel +
+#: runtime (the IRAM charge) and text_instructions = all of .text.
+SCHEMA_VERSION = "proxy-2"
 DEFAULT_LOOP_WEIGHT = 10.0
 OTHER = "other"
 
@@ -49,17 +51,36 @@ RUNTIME_ROUTINES: tuple[str, ...] = (
     "__floatsidf", "__floatunsidf", "__floatdidf", "__floatundidf",
     "__fixdfsi", "__fixunsdfsi", "__fixdfdi", "__fixunsdfdi",
     "__extendsfdf2", "__truncdfsf2",
-    # DPU runtime C
-    "memcpy", "memset", "memmove", "memcmp", "mem_alloc", "mem_reset", "printf", "puts",
-    "check_stack",
+    # DPU runtime, tasklets (defs.h: services.c, stack.c)
+    "me", "whoami", "halt", "check_stack",
+    # DPU runtime, MRAM transfers (mram.h: services.c; mram_unaligned.h: mram_unaligned.c)
+    "mram_read", "mram_write", "mram_read_unaligned", "mram_write_unaligned",
+    # DPU runtime, synchronisation (barrier.h, mutex.h, sem.h, handshake.h, atomic_bit.h:
+    # services.c)
+    "barrier_wait", "mutex_lock", "mutex_trylock", "mutex_unlock", "sem_take", "sem_give",
+    "handshake_notify", "handshake_wait_for",
+    "__cnm_atomic_bit_acquire", "__cnm_atomic_bit_release", "__cnm_atomic_bit_try_acquire",
+    # DPU runtime, performance counter (perfcounter.h: services.c)
+    "perfcounter_config", "perfcounter_get",
+    # DPU runtime, WRAM allocators (alloc.h, fsb_allocator.h: alloc.c)
+    "mem_alloc", "mem_reset", "fsb_alloc", "fsb_get", "fsb_free",
+    # C library, string.h (string.c)
+    "memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strnlen", "strcmp",
+    "strncmp", "strcpy", "strncpy", "strcat", "strncat", "strchr", "strrchr", "strstr",
+    # C library, stdio.h (stdio.c)
+    "printf", "vprintf", "puts", "putchar",
+    # C library, stdlib.h and assert.h (stdlib.c)
+    "atoi", "atol", "strtol", "strtoul", "abort", "__cnm_assert_fail",
 )
 
 #: Scalar columns, each an attribute of Features of the same name (None counts as 0).
+#: iram_instructions = kernel + runtime (the IRAM charge); text_instructions adds softlib.
 SCALARS: tuple[str, ...] = (
     "iram_instructions", "iram_kernel_instructions", "iram_runtime_instructions",
-    "iram_softlib_instructions", "kernel_functions", "loops", "max_loop_depth",
-    "internal_calls", "indirect_calls", "wram_static_bytes", "wram_data_bytes",
-    "wram_host_bytes", "wram_stack_bytes", "mram_static_bytes", "nr_tasklets", "stack_size",
+    "iram_softlib_instructions", "text_instructions", "kernel_functions", "loops",
+    "max_loop_depth", "internal_calls", "indirect_calls", "wram_static_bytes",
+    "wram_data_bytes", "wram_host_bytes", "wram_stack_bytes", "mram_static_bytes",
+    "nr_tasklets", "stack_size",
 )
 
 
@@ -103,14 +124,11 @@ class FeatureSchema:
         return cls(tuple(data["names"]), data["version"], data["loop_weight"])
 
 
-def default_schema(header: Path | None = None,
-                   loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
-    """The proxy target's schema; ecall columns follow cnm_ecall.h (or ``header``)."""
-    services = [name for _, name in sorted(load_services(header).items())]
+def default_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
+    """The proxy target's schema: op, wop, call, wcall (each with its ``other``), scalars."""
     names: list[str] = []
     for family, keys in (("op", RV32I_MNEMONICS), ("wop", RV32I_MNEMONICS),
-                         ("call", RUNTIME_ROUTINES), ("wcall", RUNTIME_ROUTINES),
-                         ("ecall", services), ("wecall", services)):
+                         ("call", RUNTIME_ROUTINES), ("wcall", RUNTIME_ROUTINES)):
         names.extend(f"{family}:{key}" for key in (*keys, OTHER))
     names.extend(SCALARS)
     return FeatureSchema(tuple(names), SCHEMA_VERSION, loop_weight)

@@ -29,7 +29,7 @@ SECTIONS
     __cnm_text_runtime_start = .;
     *(.text.start)
     *crt0.o(.text .text.*)
-    *rt_alloc.o(.text .text.*)
+    *runtime.o(.text .text.*)
     __cnm_text_runtime_end = .;
     __cnm_text_kernel_start = .;
     *kernel.o(.text .text.*)
@@ -68,21 +68,9 @@ __attribute__((section(".text.start"), noreturn)) void _start(void)
 }
 """
 
-RT_ALLOC = r"""
-extern char __sys_heap_pointer_reset[];
-static unsigned heap_used;
-void *mem_alloc(unsigned bytes)
-{
-    void *p = __sys_heap_pointer_reset + heap_used;
-    heap_used += (bytes + 7u) & ~7u;
-    return p;
-}
-"""
-
-# Three nested loops with a 32-bit multiply and divide in the innermost one, an MRAM read
-# ecall in the outer one, a float multiply and a barrier ecall outside, a call to the runtime
-# (mem_alloc) and one to a kernel helper. The ecalls follow cnm_ecall.h's pattern.
-KERNEL = r"""
+# The runtime: an allocator and two services, each an ecall following cnm_ecall.h's pattern
+# (as in cnmtune/dpu/runtime/services.c, kernels never hold an ecall themselves).
+RUNTIME = r"""
 #include <stdint.h>
 #define CNM_ECALL_MRAM_READ 4
 #define CNM_ECALL_BARRIER_WAIT 8
@@ -98,7 +86,33 @@ ecall3(uint32_t service, uint32_t x, uint32_t y, uint32_t z)
     return a0;
 }
 
+extern char __sys_heap_pointer_reset[];
+static unsigned heap_used;
+void *mem_alloc(unsigned bytes)
+{
+    void *p = __sys_heap_pointer_reset + heap_used;
+    heap_used += (bytes + 7u) & ~7u;
+    return p;
+}
+
+void mram_read(const void *from, void *to, unsigned bytes)
+{
+    (void)ecall3(CNM_ECALL_MRAM_READ, (uint32_t)(uintptr_t)from, (uint32_t)(uintptr_t)to, bytes);
+}
+
+void barrier_wait(void *barrier)
+{
+    (void)ecall3(CNM_ECALL_BARRIER_WAIT, (uint32_t)(uintptr_t)barrier, 0, 0);
+}
+"""
+
+# Three nested loops with a 32-bit multiply and divide in the innermost one, an MRAM read in
+# the outer one, a float multiply and a barrier wait outside, calls to the runtime (mem_alloc,
+# mram_read, barrier_wait) and one to a kernel helper.
+KERNEL = r"""
 void *mem_alloc(unsigned bytes);
+void mram_read(const void *from, void *to, unsigned bytes);
+void barrier_wait(void *barrier);
 __attribute__((section(".dpu_host"))) volatile int host_args[4];
 __attribute__((section(".mram"))) int mram_buf[256];
 volatile int a[8], b[8], c[8];
@@ -111,14 +125,13 @@ int main(void)
     int *wbuf = mem_alloc(64);
     int s = 0;
     for (int i = 0; i < host_args[0]; i++) {
-        ecall3(CNM_ECALL_MRAM_READ, (uint32_t)(uintptr_t)&mram_buf[i * 16],
-               (uint32_t)(uintptr_t)wbuf, 64);
+        mram_read(&mram_buf[i * 16], wbuf, 64);
         for (int j = 0; j < host_args[1]; j++)
             for (int k = 0; k < host_args[2]; k++)
                 s += a[j] * b[k] / (c[i] + 1);
     }
     fout = (float)s * 1.5f;
-    ecall3(CNM_ECALL_BARRIER_WAIT, 0, 0, 0);
+    barrier_wait(0);
     return helper(s);
 }
 """
@@ -161,7 +174,7 @@ def zig_cc(args: list[str], cwd: Path) -> None:
 
 def write_sources(root: Path) -> None:
     """The C sources and the linker script of the test program."""
-    for name, text in (("crt0.c", CRT0), ("rt_alloc.c", RT_ALLOC), ("kernel.c", KERNEL),
+    for name, text in (("crt0.c", CRT0), ("runtime.c", RUNTIME), ("kernel.c", KERNEL),
                        ("proxy.ld", LINKER_SCRIPT)):
         (root / name).write_text(text)
 
@@ -169,6 +182,6 @@ def write_sources(root: Path) -> None:
 def build(root: Path, level: str) -> Path:
     """Link the test program in ``root`` at optimisation ``level`` ("O0", "O2")."""
     out = root / f"kernel-{level}.elf"
-    zig_cc([*RV32_FLAGS, f"-{level}", "-Wl,-T,proxy.ld", "crt0.c", "rt_alloc.c", "kernel.c",
+    zig_cc([*RV32_FLAGS, f"-{level}", "-Wl,-T,proxy.ld", "crt0.c", "runtime.c", "kernel.c",
             "-o", out.name], root)
     return out

@@ -57,6 +57,8 @@ def assemble(lines: list) -> list[int]:
 
     encoders: dict[str, Callable] = {
         "addi": lambda i, rd, rs, imm: _i(0x13, 0, REG[rd], REG[rs], imm),
+        "add": lambda i, rd, rs1, rs2: REG[rs2] << 20 | REG[rs1] << 15 | REG[rd] << 7 | 0x33,
+        "lui": lambda i, rd, imm: (imm & 0xFFFFF) << 12 | REG[rd] << 7 | 0x37,
         "lw": lambda i, rd, rs, imm: _i(0x03, 2, REG[rd], REG[rs], imm),
         "sw": lambda i, rs2, rs, imm: _s(2, REG[rs], REG[rs2], imm),
         "jal": lambda i, rd, ref: _j(REG[rd], target(ref, i)),
@@ -72,13 +74,17 @@ def assemble(lines: list) -> list[int]:
 
 
 def program(words: list[int], functions: list[tuple[str, int, int]] | None = None,
-            symbols: dict[str, int] | None = None) -> Program:
-    """Disassemble ``words`` at 0x80000000 with functions (name, first index, count)."""
+            symbols: dict[str, int] | None = None,
+            data: dict[int, list[int]] | None = None) -> Program:
+    """Disassemble ``words`` at 0x80000000 with functions (name, first index, count) and
+    initialised data memory (address -> words)."""
     text = struct.pack(f"<{len(words)}I", *words)
     spans = functions or [("f", 0, len(words))]
     image = ElfImage(
         name="synthetic", data=text, machine="riscv32", text_address=BASE, text=text,
         sections=(), labels=(), symbols=dict(symbols or {}), absolute=frozenset(),
+        initialised=tuple((address, struct.pack(f"<{len(w)}I", *w))
+                          for address, w in (data or {}).items()),
         functions=tuple(FunctionSymbol(n, BASE + 4 * first, 4 * count)
                         for n, first, count in spans))
     return disassemble(image)

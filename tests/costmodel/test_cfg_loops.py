@@ -78,6 +78,47 @@ def test_call_sites_name_direct_tail_and_indirect_callees():
     assert sites == {(1, "g", False), (2, "g", False), (3, None, False), (4, "h", True)}
 
 
+def test_ret_is_not_a_call_and_an_unknown_register_is_an_indirect_call():
+    p = program(assemble([("jalr", "ra", "a5", 0), ("jalr", "zero", "a5", 0), ("ret",)]))
+    assert [(s.index, s.callee) for s in call_sites(p)] == [(0, None)]
+
+
+def test_a_callee_loaded_from_a_constant_pool_is_named():
+    # The large code model: the callee's address is a word of data memory (a constant pool),
+    # loaded from a link-time address; at -O0 it is spilled and reloaded for another call.
+    g = 0x80000000 + 4 * 8
+    words = assemble([("lui", "t0", 0), ("addi", "t0", "t0", 0x10), ("lw", "t1", "t0", 0),
+                      ("sw", "t1", "s0", -12), ("jalr", "ra", "t1", 0),
+                      ("lw", "a5", "s0", -12), ("jalr", "ra", "a5", 0), ("ret",),
+                      ("ret",),
+                      ("lui", "t0", 0), ("lw", "t1", "t0", 0x10), ("jalr", "zero", "t1", 0)])
+    p = program(words, [("f", 0, 8), ("g", 8, 1), ("h", 9, 3)], data={0x10: [g]})
+    sites = [(s.index, s.callee, s.exact, s.tail) for s in call_sites(p)]
+    assert sites == [(4, "g", True, False), (6, "g", True, False), (11, "g", True, True)]
+
+
+def test_a_table_entry_picked_by_a_loaded_index_stays_indirect():
+    # kernels[args.kernel]: the index is read from memory (a host-written variable), so the
+    # entry it selects is unknown, whatever the initial image holds.
+    g = 0x80000000 + 4 * 7
+    words = assemble([("lui", "a1", 0), ("lw", "a2", "a1", 0x20), ("addi", "a3", "a1", 0x10),
+                      ("add", "a3", "a3", "a2"), ("lw", "a5", "a3", 0),
+                      ("jalr", "ra", "a5", 0), ("ret",),
+                      ("ret",)])
+    p = program(words, [("f", 0, 7), ("g", 7, 1)], data={0x10: [g], 0x20: [0]})
+    assert [(s.index, s.callee) for s in call_sites(p)] == [(5, None)]
+
+
+def test_a_loaded_callee_hoisted_out_of_a_loop_resolves_by_dataflow():
+    g = 0x80000000 + 4 * 7
+    words = assemble([("lui", "t0", 0), ("lw", "s0", "t0", 0x10),
+                      "loop:", ("jalr", "ra", "s0", 0), ("addi", "a0", "a0", -1),
+                      ("bne", "a0", "zero", "loop"), ("ret",), ("ret",),
+                      ("ret",)])
+    p = program(words, [("f", 0, 7), ("g", 7, 1)], data={0x10: [g]})
+    assert [(s.index, s.callee) for s in call_sites(p)] == [(2, "g")]
+
+
 def ecall_services(lines) -> list[str]:
     p = program(assemble(lines))
     _, cfgs = loop_depths(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 
 import numpy as np
 import pytest
@@ -11,12 +12,20 @@ import pytest
 from cnmtune.costmodel import FeatureSchema, default_schema, extract_features
 from cnmtune.costmodel.isa import RV32I_MNEMONICS
 from cnmtune.costmodel.schema import RUNTIME_ROUTINES, SCALARS
+from cnmtune.dpu.memory_map import RUNTIME_DIR
 from cnmtune.errors import SchemaMismatch
+
+# A global function definition starting at the beginning of a line of a runtime C source
+# (`static` helpers excluded): optional __CNM_SYS_TEXT(name) and attributes, a return type,
+# the name, a parameter list (possibly over several lines), then the body's brace.
+_DEFINITION = re.compile(
+    r"^(?!static\b)(?:__CNM_SYS_TEXT\(\w+\)\s+)?(?:__attribute__\(\(\w+\)\)\s+)*"
+    r"[A-Za-z_][\w \t*]*?\b(\w+)\s*\([^;{]*\)\s*\{", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
-def schema(ecall_header) -> FeatureSchema:
-    return default_schema(ecall_header)
+def schema() -> FeatureSchema:
+    return default_schema()
 
 
 @pytest.fixture(scope="module")
@@ -29,19 +38,32 @@ def test_default_schema_layout(schema):
     assert len(set(names)) == len(names) == len(schema)
     vocabulary = len(RV32I_MNEMONICS) + 1
     routines = len(RUNTIME_ROUTINES) + 1
-    services = sum(1 for n in names if n.startswith("ecall:"))
-    assert services == 18 + 1  # cnm_ecall.h's services and ecall:other
-    assert len(schema) == 2 * vocabulary + 2 * routines + 2 * services + len(SCALARS)
+    assert len(schema) == 2 * vocabulary + 2 * routines + len(SCALARS)
     for name in ("op:add", "op:other", "wop:lw", "call:__mulsi3", "call:other",
-                 "wcall:__divsi3", "ecall:MRAM_READ", "wecall:BARRIER_WAIT", "ecall:other",
-                 "iram_instructions", "wram_static_bytes", "mram_static_bytes", "nr_tasklets"):
+                 "wcall:__divsi3", "call:mram_read", "wcall:barrier_wait", "call:me",
+                 "iram_instructions", "text_instructions", "wram_static_bytes",
+                 "mram_static_bytes", "nr_tasklets"):
         assert name in names
+    # Kernels hold no ecall: services are runtime functions, counted in call:/wcall:.
+    assert not [n for n in names if n.startswith(("ecall:", "wecall:"))]
     assert names[:vocabulary] == tuple(f"op:{m}" for m in (*RV32I_MNEMONICS, "other"))
-    assert schema.version == "proxy-1" and schema.loop_weight == 10.0
+    assert schema.version == "proxy-2" and schema.loop_weight == 10.0
+    assert default_schema(loop_weight=4.0).loop_weight == 4.0
 
 
-def test_hash_is_stable_and_follows_every_part(schema, ecall_header):
-    assert schema.hash == default_schema(ecall_header).hash
+def test_runtime_routines_list_every_global_function_of_the_dpu_runtime():
+    defined = set()
+    for source in sorted(RUNTIME_DIR.glob("*.c")):
+        defined.update(_DEFINITION.findall(source.read_text()))
+    # What the regular expression must find (one per runtime file, as a guard on it).
+    assert {"me", "halt", "mram_read", "mram_write_unaligned", "mem_alloc", "fsb_free",
+            "check_stack", "vprintf", "strtoul", "__cnm_assert_fail", "strstr"} <= defined
+    assert defined <= set(RUNTIME_ROUTINES), sorted(defined - set(RUNTIME_ROUTINES))
+    assert len(set(RUNTIME_ROUTINES)) == len(RUNTIME_ROUTINES)
+
+
+def test_hash_is_stable_and_follows_every_part(schema):
+    assert schema.hash == default_schema().hash
     assert len(schema.hash) == 16 and int(schema.hash, 16) >= 0
     # The definition: the first 16 hex digits of sha256 over version, loop weight, names.
     text = "v1\n10.0\nop:add\nop:other"
@@ -50,7 +72,7 @@ def test_hash_is_stable_and_follows_every_part(schema, ecall_header):
     changed = [FeatureSchema(schema.names[:-1] + ("other_name",), schema.version),
                FeatureSchema(schema.names[1:2] + schema.names[:1] + schema.names[2:],
                              schema.version),
-               FeatureSchema(schema.names, "proxy-2"),
+               FeatureSchema(schema.names, "proxy-3"),
                FeatureSchema(schema.names, schema.version, loop_weight=4.0)]
     assert len({schema.hash, *(s.hash for s in changed)}) == 5
 
@@ -73,8 +95,9 @@ def test_vector_follows_the_schema(schema, features):
     at = {n: v[k] for k, n in enumerate(schema.names)}
     assert at["op:lw"] == features.kernel_histogram["lw"]
     assert at["wcall:__mulsi3"] == 1000.0
-    assert at["ecall:MRAM_READ"] == 1 and at["wecall:MRAM_READ"] == 10
+    assert at["call:mram_read"] == 1 and at["wcall:mram_read"] == 10
     assert at["iram_instructions"] == features.iram_instructions
+    assert at["text_instructions"] == features.text_instructions
     assert at["nr_tasklets"] == features.nr_tasklets
     op_total = sum(v[k] for k, n in enumerate(schema.names) if n.startswith("op:"))
     assert op_total == features.iram_kernel_instructions

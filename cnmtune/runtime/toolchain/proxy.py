@@ -60,9 +60,10 @@ class ProxyToolchain(Toolchain):
 
     kind = "proxy"
 
-    def __init__(self, cache: BuildCache | None = None, codegen_level: int = 0):
-        # Code generation runs at -O0 by default: L2P links the optimised IR with the SDK
-        # driver and no -O flag, i.e. at the driver's default level.
+    def __init__(self, cache: BuildCache | None = None, codegen_level: int = 2):
+        # Code generation runs at -O2 by default, as in a real `dpu-upmem-dpurte-clang -O2`
+        # build (PrIM's), so that the O2 pipeline reproduces the default build. L2P linked its
+        # optimised IR with no -O flag, presumably -O0 code generation: codegen_level=0.
         if codegen_level not in (0, 1, 2, 3):
             raise ValueError("codegen_level must be 0..3")
         self.cache = cache or BuildCache()
@@ -83,8 +84,9 @@ class ProxyToolchain(Toolchain):
         """The rv32i target machine (ilp32, static relocation) used for passes and codegen."""
         if self._target_machine is None:
             self._target_machine = _target_machine_factory().create_target_machine(
-                cpu="generic-rv32", features="", opt=self.codegen_level, reloc="static", abiname="ilp32"
-            )
+                cpu="generic-rv32", features="", opt=self.codegen_level, reloc="static",
+                codemodel="small", abiname="ilp32",
+            )  # small = medlow: direct calls and lui/addi addresses, not llvmlite's constant pools
         return self._target_machine
 
     def compile(self, variant: Variant) -> Binary:

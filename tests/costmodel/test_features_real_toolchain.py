@@ -1,0 +1,123 @@
+"""Features of ELFs built by the real proxy toolchain: va at O0 and O2, and soft arithmetic.
+
+Kernels hold no ecall: every DPU service is a runtime function the kernel calls by name. The
+instruction counts must agree with the toolchain's IRAM rule (cnmtune.runtime.toolchain.layout):
+kernel + runtime are charged, soft arithmetic is reported apart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cnmtune.costmodel import Features, default_schema, extract_features
+from cnmtune.runtime.toolchain import Binary, Variant
+
+# benchmarks/prim/va/dpu/task.c. At O0 the static helpers stay functions (main ->
+# vector_add through the kernels[] table, vector_add -> add_block); every call to the runtime
+# is in vector_add, and calls from any kernel function count. In the block loop: two
+# mram_read and one mram_write.
+VA_CALLS = {"me": 1, "mem_reset": 1, "barrier_wait": 1, "mem_alloc": 2, "mram_read": 2,
+            "mram_write": 1}
+VA_WEIGHTED_CALLS = {"me": 1.0, "mem_reset": 1.0, "barrier_wait": 1.0, "mem_alloc": 2.0,
+                     "mram_read": 20.0, "mram_write": 10.0}
+
+SOFT_ARITHMETIC = r"""
+#include <defs.h>
+#include <stdint.h>
+
+__host volatile float f_in[2];
+__host volatile float f_out;
+__host volatile int32_t i_in[2];
+__host volatile int32_t i_out;
+
+int main(void)
+{
+    f_out = f_in[0] * f_in[1];
+    i_out = i_in[0] / i_in[1];
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def va_o0(toolchain, va) -> Binary:
+    """va compiled at O0 with 16 tasklets."""
+    return toolchain.compile(Variant.of(va, "O0", 16))
+
+
+@pytest.fixture(scope="module")
+def va_features(va_o0, va_o2) -> dict[str, tuple[Binary, Features]]:
+    return {level: (binary, extract_features(binary.elf_path))
+            for level, binary in (("O0", va_o0), ("O2", va_o2))}
+
+
+@pytest.fixture(params=["O0", "O2"])
+def va_level(request, va_features) -> tuple[Binary, Features]:
+    return va_features[request.param]
+
+
+def test_va_calls_every_service_by_name(va_level):
+    _, f = va_level
+    assert f.kernel_calls == VA_CALLS
+    assert f.weighted_kernel_calls == VA_WEIGHTED_CALLS
+    # The services' ecalls are in the runtime, never in the kernel.
+    assert "ecall" not in f.kernel_histogram
+    assert {"MRAM_READ", "MRAM_WRITE", "BARRIER_WAIT", "ME"} <= set(f.total_ecalls)
+    region = {fn.name: fn.region for fn in f.functions}
+    assert all(region[name] == "runtime" for name in VA_CALLS)
+
+
+def test_va_counts_follow_the_toolchains_iram_rule(va_level):
+    binary, f = va_level
+    memory = binary.memory
+    assert f.iram_instructions == memory.iram_instructions
+    assert f.iram_kernel_instructions == memory.kernel_instructions
+    assert f.iram_runtime_instructions == memory.runtime_instructions
+    assert f.iram_softlib_instructions == memory.softlib_instructions
+    assert f.text_instructions == memory.iram_instructions + memory.softlib_instructions
+
+
+def test_va_configuration_and_footprint(va_level):
+    binary, f = va_level
+    assert f.nr_tasklets == 16 and f.stack_size == binary.variant.stack_size
+    assert f.wram_stack_bytes == 16 * 1024 == binary.memory.wram_stack_bytes
+    assert f.wram_host_bytes == binary.memory.wram_host_bytes
+    assert f.mram_static_bytes == binary.memory.mram_static_bytes
+
+
+def test_va_loops_weigh_the_kernel_histogram(va_level):
+    _, f = va_level
+    assert f.max_loop_depth >= 1 and f.loops >= 1
+    assert any(f.weighted_kernel_histogram[m] > f.kernel_histogram[m]
+               for m in f.kernel_histogram)
+
+
+def test_va_vector_fits_the_schema(va_level):
+    _, f = va_level
+    schema = default_schema()
+    v = f.vector(schema)
+    assert v.shape == (len(schema),) and not np.isnan(v).any()
+    at = dict(zip(schema.names, v))
+    assert at["call:mram_read"] == 2 and at["wcall:mram_write"] == 10
+    assert at["call:other"] == 0
+
+
+def test_optimisation_changes_the_kernel(va_features):
+    (_, o0), (_, o2) = va_features["O0"], va_features["O2"]
+    assert o0.kernel_histogram != o2.kernel_histogram
+    # At O0, main picks vector_add with a host-written index: an indirect call.
+    assert o0.indirect_calls == 1
+
+
+@pytest.mark.parametrize("level", ["O0", "O2"])
+def test_soft_arithmetic_is_called_by_name_and_not_charged(toolchain, make_kernel, level):
+    binary = toolchain.compile(Variant.of(make_kernel(SOFT_ARITHMETIC, "soft"), level, 1))
+    f = extract_features(binary.elf_path)
+    # zig's compiler_rt names them like libgcc.
+    assert f.kernel_calls["__mulsf3"] == 1 and f.kernel_calls["__divsi3"] == 1
+    region = {fn.name: fn.region for fn in f.functions}
+    assert region["__mulsf3"] == region["__divsi3"] == "softlib"
+    assert f.iram_softlib_instructions == binary.memory.softlib_instructions > 0
+    assert f.iram_instructions == binary.memory.iram_instructions
+    assert f.text_instructions == f.iram_instructions + f.iram_softlib_instructions
