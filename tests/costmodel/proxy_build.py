@@ -71,22 +71,8 @@ __attribute__((section(".text.start"), noreturn)) void _start(void)
 # The runtime: an allocator and two services, each an ecall following cnm_ecall.h's pattern
 # (as in cnmtune/dpu/runtime/services.c, kernels never hold an ecall themselves).
 RUNTIME = r"""
-#include <stdint.h>
-#define CNM_ECALL_MRAM_READ 4
-#define CNM_ECALL_BARRIER_WAIT 8
+#include <cnm_sys.h>
 
-static inline __attribute__((always_inline)) uint32_t
-ecall3(uint32_t service, uint32_t x, uint32_t y, uint32_t z)
-{
-    register uint32_t a7 __asm__("a7") = service;
-    register uint32_t a0 __asm__("a0") = x;
-    register uint32_t a1 __asm__("a1") = y;
-    register uint32_t a2 __asm__("a2") = z;
-    __asm__ volatile("ecall" : "+r"(a0) : "r"(a7), "r"(a1), "r"(a2) : "memory");
-    return a0;
-}
-
-extern char __sys_heap_pointer_reset[];
 static unsigned heap_used;
 void *mem_alloc(unsigned bytes)
 {
@@ -97,12 +83,12 @@ void *mem_alloc(unsigned bytes)
 
 void mram_read(const void *from, void *to, unsigned bytes)
 {
-    (void)ecall3(CNM_ECALL_MRAM_READ, (uint32_t)(uintptr_t)from, (uint32_t)(uintptr_t)to, bytes);
+    (void)__cnm_ecall3(CNM_ECALL_MRAM_READ, (uint32_t)(uintptr_t)from, (uint32_t)(uintptr_t)to, bytes);
 }
 
 void barrier_wait(void *barrier)
 {
-    (void)ecall3(CNM_ECALL_BARRIER_WAIT, (uint32_t)(uintptr_t)barrier, 0, 0);
+    (void)__cnm_ecall3(CNM_ECALL_BARRIER_WAIT, (uint32_t)(uintptr_t)barrier, 0, 0);
 }
 """
 
@@ -158,6 +144,8 @@ ECALL_DEFINES = """\
 #define CNM_ECALL_PUTCHAR 17
 """
 
+INCLUDE_DIR = Path(__file__).resolve().parents[2] / "cnmtune" / "dpu" / "include"
+
 RV32_FLAGS = ["-target", "riscv32-freestanding-none", "-mcpu=generic_rv32", "-mabi=ilp32",
               "-fno-sanitize=all", "-ffreestanding", "-g0", "-nostartfiles",
               "-ffunction-sections", "-fdata-sections", "-fno-unwind-tables",
@@ -182,6 +170,6 @@ def write_sources(root: Path) -> None:
 def build(root: Path, level: str) -> Path:
     """Link the test program in ``root`` at optimisation ``level`` ("O0", "O2")."""
     out = root / f"kernel-{level}.elf"
-    zig_cc([*RV32_FLAGS, f"-{level}", "-Wl,-T,proxy.ld", "crt0.c", "runtime.c", "kernel.c",
+    zig_cc([*RV32_FLAGS, f"-{level}", f"-I{INCLUDE_DIR}", "-Wl,-T,proxy.ld", "crt0.c", "runtime.c", "kernel.c",
             "-o", out.name], root)
     return out
