@@ -67,3 +67,27 @@ class TruncatedElf(ElfError):
 
 class SchemaMismatch(CnmtuneError):
     """Features, a vector or a model made for another feature schema."""
+
+
+class SimFault(CnmtuneError):
+    """A DPU program fault in the simulator; the message names DPU, tasklet, pc, function and address."""
+
+
+class DmaError(SimFault):
+    """An mram_read/mram_write that breaks the DMA rules (size, alignment, bounds)."""
+
+
+class Deadlock(SimFault):
+    """Every live tasklet of a DPU is blocked on synchronisation."""
+
+
+class SimTimeout(SimFault):
+    """A DPU ran past its instruction budget (an infinite loop, or a budget set too low)."""
+
+
+class VerificationError(CnmtuneError):
+    """A workload's DPU result differs from its host reference."""
+
+
+class DeviceError(CnmtuneError):
+    """Misuse of the Device API (unknown symbol, unequal parallel sizes, no program loaded)."""

@@ -32,22 +32,15 @@ Ecalls occur only in runtime functions: kernels call the runtime's services by n
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from cnmtune.costmodel.cfg import FunctionCfg, function_cfg
 from cnmtune.costmodel.disasm import Function, Program
 from cnmtune.costmodel.isa import OP_JAL, OP_JALR
-from cnmtune.dpu.memory_map import INCLUDE_DIR
-from cnmtune.errors import CnmtuneError
 
-ECALL_HEADER = INCLUDE_DIR / "cnm_ecall.h"
 UNKNOWN_SERVICE = "UNKNOWN"
-_DEFINE = re.compile(r"#define\s+CNM_ECALL_([A-Z0-9_]+)\s+(\d+)")
 _RA, _A7 = 1, 17
 _CALLEE_SAVED = frozenset({2, 3, 4, 8, 9, *range(18, 28)})
 _MASK = 0xFFFFFFFF
@@ -93,24 +86,6 @@ class EcallSite:
     index: int
     number: int | None
     service: str
-
-
-def load_services(header: Path | None = None) -> dict[int, str]:
-    """Ecall service number -> name, read from the DPU runtime's cnm_ecall.h."""
-    return dict(_load_services(str(header or ECALL_HEADER)))
-
-
-@functools.lru_cache(maxsize=8)
-def _load_services(path: str) -> tuple[tuple[int, str], ...]:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise CnmtuneError(f"{path}: cannot read the ecall service table "
-                           f"({exc.strerror or exc})") from None
-    services = {int(number): name for name, number in _DEFINE.findall(text)}
-    if not services:
-        raise CnmtuneError(f"{path}: no '#define CNM_ECALL_<NAME> <n>' lines")
-    return tuple(sorted(services.items()))
 
 
 def call_sites(program: Program,

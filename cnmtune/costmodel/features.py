@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from cnmtune.costmodel.callgraph import inlined_weights
-from cnmtune.costmodel.calls import call_sites, ecall_sites, load_services
+from cnmtune.costmodel.calls import call_sites, ecall_sites
+from cnmtune.dpu.abi import load_services
 from cnmtune.costmodel.cfg import loop_depths
 from cnmtune.costmodel.disasm import KERNEL, REGIONS, RUNTIME, SOFTLIB, disassemble
 from cnmtune.costmodel.elf import load_elf

@@ -1,28 +1,46 @@
-"""The Workload base class: what a kernel's workload.py declares about its compile-time side.
+"""The Workload base class: what a kernel's workload.py declares and how its host side runs.
 
-A define's value is an int, a string, or None for a bare flag (`-DINT32`, PrIM's TYPE style).
-`define_choices` lists the accepted values per define, so a bad `-D BL=99` is refused before
-any compile. The host side (inputs, transfers, launches, verification) extends this class in
-the simulator and kernel-suite work.
+Compile-time side (class attributes): the defines the kernel understands with their defaults
+and valid values. A define's value is an int, a string, or None for a bare flag (`-DINT32`,
+PrIM's TYPE style). Host side (methods): seeded inputs for a problem size, the steps through
+the Device API (pushes, launches, pulls), a numpy reference and the verification. One
+instance describes one run: size, DPUs, tasklets and the variant's defines.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
 
 from cnmtune.dpu.memory_map import MAX_TASKLETS
-from cnmtune.errors import KernelError
+from cnmtune.errors import KernelError, VerificationError
+
+if TYPE_CHECKING:
+    from cnmtune.runtime.device import Device
 
 DefineValue = int | str | None
+Arrays = dict[str, np.ndarray]
 
 
 class Workload:
-    """Compile-time description of a kernel; subclass it in workload.py."""
+    """A kernel's compile-time description and host program; subclass it in workload.py."""
 
     name: ClassVar[str] = ""
     defines: ClassVar[dict[str, DefineValue]] = {}
     define_choices: ClassVar[dict[str, tuple[DefineValue, ...]]] = {}
     nr_tasklets: ClassVar[int] = 16
+    sizes: ClassVar[dict[str, int]] = {}  # presets: small, default, large (total problem size)
+
+    def __init__(self, size: int, nr_dpus: int, nr_tasklets: int,
+                 defines: dict[str, DefineValue] | None = None, seed: int = 0):
+        if size < 1:
+            raise KernelError(f"{self.name}: problem size must be positive, got {size}")
+        self.size = size
+        self.nr_dpus = nr_dpus
+        self.tasklets = check_tasklets(nr_tasklets)
+        self.config = self.resolve_defines(defines)
+        self.seed = seed
 
     @classmethod
     def resolve_defines(cls, overrides: dict[str, DefineValue] | None = None) -> dict[str, DefineValue]:
@@ -37,6 +55,42 @@ class Workload:
                 shown = ", ".join(str(c) for c in choices)
                 raise KernelError(f"{cls.name}: {key}={resolved[key]} is not valid; choose one of {shown}")
         return resolved
+
+    @classmethod
+    def preset(cls, name: str) -> int:
+        """The problem size of a named preset ('small', 'default', 'large')."""
+        if name not in cls.sizes:
+            raise KernelError(f"{cls.name}: no size preset {name!r}; presets: {', '.join(cls.sizes) or 'none'}")
+        return cls.sizes[name]
+
+    def inputs(self) -> Arrays:
+        """Seeded input arrays for this size."""
+        raise KernelError(f"{self.name}: workload.py defines no host side (inputs)")
+
+    def execute(self, device: "Device", inputs: Arrays) -> Arrays:
+        """Run the host program on `device` (a fresh device with the kernel loaded); return outputs."""
+        raise KernelError(f"{self.name}: workload.py defines no host side (execute)")
+
+    def reference(self, inputs: Arrays) -> Arrays:
+        """The expected outputs, computed on the host with numpy."""
+        raise KernelError(f"{self.name}: workload.py defines no host side (reference)")
+
+    def verify(self, outputs: Arrays, expected: Arrays) -> None:
+        """Exact comparison for integers, relative tolerance for floats; VerificationError otherwise."""
+        for key, want in expected.items():
+            got = outputs.get(key)
+            if got is None or got.shape != want.shape:
+                raise VerificationError(f"{self.name}: output {key!r} missing or of shape "
+                                        f"{None if got is None else got.shape}, expected {want.shape}")
+            if np.issubdtype(want.dtype, np.floating):
+                bad = ~np.isclose(got, want, rtol=1e-4, atol=1e-6)
+            else:
+                bad = got != want
+            if bad.any():
+                first = int(np.flatnonzero(bad.ravel())[0])
+                raise VerificationError(
+                    f"{self.name}: {int(bad.sum())} of {want.size} elements of {key!r} differ; first at "
+                    f"index {first}: got {got.ravel()[first]!r}, expected {want.ravel()[first]!r}")
 
 
 def check_tasklets(nr_tasklets: int) -> int:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cnmtune.costmodel.calls import ECALL_HEADER
+from cnmtune.dpu.abi import ECALL_HEADER
 from proxy_build import ECALL_DEFINES, build, write_sources
 
 

@@ -1,0 +1,96 @@
+"""Running one compiled variant of a workload on a device, verified, with its times and counters."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.sim.device import SimDevice
+from cnmtune.runtime.toolchain import Binary
+
+
+@dataclass(frozen=True)
+class TaskletBreakdown:
+    """Where one tasklet of the critical (slowest) DPU spent its cycles, summed over launches."""
+
+    tasklet: int
+    issue_cycles: float
+    dma_wait_cycles: float
+    sync_wait_cycles: float
+    slots: float
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A verified run: PrIM's time split, DPU counters and the critical DPU's tasklet breakdown."""
+
+    variant: str
+    device: str
+    nr_dpus: int
+    nr_tasklets: int
+    size: int
+    config_hash: str
+    launches: int
+    kernel_s: float
+    host_to_dpu_s: float
+    dpu_to_host_s: float
+    cycles: int
+    slots: float
+    instructions: int
+    ipc: float
+    dma_read_bytes: int
+    dma_write_bytes: int
+    tasklets: tuple[TaskletBreakdown, ...]
+    verified: bool
+    wall_s: float
+    log: str
+
+    def to_dict(self) -> dict:
+        """JSON-safe form."""
+        return asdict(self)
+
+
+def run_binary(binary: Binary, nr_dpus: int, size: int, config: DpuConfig | None = None,
+               seed: int = 0, budget: int | None = None) -> RunResult:
+    """Run `binary` on the embedded simulator with the kernel's host program; verify the result."""
+    start = time.perf_counter()
+    variant = binary.variant
+    workload = variant.kernel.workload(size, nr_dpus, variant.nr_tasklets, dict(variant.defines), seed)
+    device = SimDevice(nr_dpus, config, **({"budget": budget} if budget else {}))
+    device.load(binary.elf_path)
+    inputs = workload.inputs()
+    outputs = workload.execute(device, inputs)
+    workload.verify(outputs, workload.reference(inputs))
+    return _result(binary, device, size, time.perf_counter() - start)
+
+
+def _result(binary: Binary, device: SimDevice, size: int, wall: float) -> RunResult:
+    variant = binary.variant
+    launches = device.launches
+    # the critical DPU of each launch, summed: what the host waits for
+    critical = [max(record.timings, key=lambda t: t.cycles) for record in launches]
+    n = variant.nr_tasklets
+    tasklets = tuple(
+        TaskletBreakdown(t, float(sum(c.issue_cycles[t] for c in critical)),
+                         float(sum(c.dma_wait_cycles[t] for c in critical)),
+                         float(sum(c.sync_wait_cycles[t] for c in critical)),
+                         float(sum(c.slots[t] for c in critical)))
+        for t in range(n)
+    )
+    all_timings = [t for record in launches for t in record.timings]
+    cycles = sum(c.cycles for c in critical)
+    slots = float(sum(t.slots.sum() for t in all_timings))
+    critical_slots = float(sum(c.slots.sum() for c in critical))
+    return RunResult(
+        variant=variant.label, device=device.kind, nr_dpus=device.nr_dpus, nr_tasklets=n, size=size,
+        config_hash=device.config.hash, launches=len(launches), kernel_s=device.times.kernel_s,
+        host_to_dpu_s=device.times.host_to_dpu_s, dpu_to_host_s=device.times.dpu_to_host_s,
+        cycles=cycles, slots=slots, instructions=int(sum(int(np.sum(t.instructions)) for t in all_timings)),
+        ipc=critical_slots / cycles if cycles else 0.0,
+        dma_read_bytes=sum(t.dma_read_bytes for t in all_timings),
+        dma_write_bytes=sum(t.dma_write_bytes for t in all_timings),
+        tasklets=tasklets, verified=True, wall_s=wall, log=device.log(0),
+    )

@@ -1,0 +1,8 @@
+"""cnmtune's DPU simulator: functional interpreter, timing model, traces, and the SimDevice."""
+
+from cnmtune.runtime.sim.config import DpuConfig, RoutineCost
+from cnmtune.runtime.sim.device import SimDevice
+from cnmtune.runtime.sim.timing import DpuTiming, retime
+from cnmtune.runtime.sim.trace import Trace
+
+__all__ = ["DpuConfig", "DpuTiming", "RoutineCost", "SimDevice", "Trace", "retime"]

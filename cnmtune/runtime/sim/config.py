@@ -1,0 +1,130 @@
+"""DpuConfig: every timing constant of the simulated DPU and its host link, in one frozen value.
+
+Sources for the defaults (shared/upmem/FACTS.md): 350 MHz, revolver period 11, 14 pipeline
+stages (UPMEM SDK, uPIMulator defaults); MRAM DMA latency alpha + beta * bytes with alpha ~77
+cycles (read) / ~61 (write) and beta 0.5 cycle/B (PrIM section 3). Routine costs: the DPU has
+no 32-bit multiply or divide and no FPU, so __mulsi3 runs one mul_step per significant bit of
+the smaller operand and the divisions one div_step per quotient bit (UPMEM SDK mul32.c,
+div32.c); the 64-bit and floating-point costs are the instructions per element implied by
+PrIM's arithmetic-throughput figure (UNCONFIRMED values, so they are calibration starting
+points, not facts). The fitted values live in calibrated.py, produced by
+benchmarks/calibrate_sim.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, fields, replace
+
+from cnmtune.runtime.sim.interpreter import RoutineKind
+
+
+@dataclass(frozen=True)
+class RoutineCost:
+    """Issue slots a DPU spends in one call of a runtime routine: base + per_param * param.
+
+    `param` is measured by the interpreter at the routine's entry according to `kind`
+    (significant bits of the smaller multiplicand, quotient bits of a division, or none).
+    """
+
+    name: str
+    kind: RoutineKind
+    base: float
+    per_param: float = 0.0
+
+
+def _c(name: str, base: float, kind: RoutineKind = RoutineKind.NONE, per_param: float = 0.0) -> RoutineCost:
+    return RoutineCost(name, kind, base, per_param)
+
+
+def _group(names: tuple[str, ...], base: float, kind: RoutineKind = RoutineKind.NONE,
+           per_param: float = 0.0) -> tuple[RoutineCost, ...]:
+    return tuple(_c(name, base, kind, per_param) for name in names)
+
+
+DEFAULT_ROUTINE_COSTS: tuple[RoutineCost, ...] = (
+    # 32-bit integer: mul_step / div_step loops with early exit (UPMEM SDK mul32.c, div32.c)
+    _c("__mulsi3", 4, RoutineKind.MUL32, 1.0),
+    *_group(("__udivsi3", "__umodsi3"), 6, RoutineKind.UDIV32, 1.0),
+    *_group(("__divsi3", "__modsi3"), 10, RoutineKind.SDIV32, 1.0),
+    # 64-bit integer: composed of 8x8-bit multiplies / a 64-step division ladder
+    _c("__muldi3", 125),
+    *_group(("__udivdi3", "__umoddi3"), 40, RoutineKind.UDIV64, 3.0),
+    *_group(("__divdi3", "__moddi3"), 48, RoutineKind.SDIV64, 3.0),
+    *_group(("__ashldi3", "__lshrdi3", "__ashrdi3"), 8),
+    # single precision (PrIM FLOAT ADD ~4.9, MUL ~1.9, DIV ~0.34 MOPS at 350 MHz, UNCONFIRMED)
+    *_group(("__addsf3", "__subsf3"), 65),
+    _c("__mulsf3", 178),
+    _c("__divsf3", 1020),
+    *_group(("__cmpsf2", "__eqsf2", "__nesf2", "__ltsf2", "__lesf2", "__gtsf2", "__gesf2",
+             "__unordsf2"), 20),
+    *_group(("__floatsisf", "__floatunsisf", "__fixsfsi", "__fixunssfsi"), 30),
+    *_group(("__floatdisf", "__floatundisf", "__fixsfdi", "__fixunssfdi"), 60),
+    # double precision (PrIM DOUBLE ADD ~3.3, MUL ~0.53, DIV ~0.16 MOPS, UNCONFIRMED)
+    *_group(("__adddf3", "__subdf3"), 100),
+    _c("__muldf3", 650),
+    _c("__divdf3", 2180),
+    *_group(("__cmpdf2", "__eqdf2", "__nedf2", "__ltdf2", "__ledf2", "__gtdf2", "__gedf2",
+             "__unorddf2"), 30),
+    *_group(("__floatsidf", "__floatunsidf", "__fixdfsi", "__fixunsdfsi", "__extendsfdf2",
+             "__truncdfsf2"), 40),
+    *_group(("__floatdidf", "__floatundidf", "__fixdfdi", "__fixunsdfdi"), 70),
+    # runtime services: one instruction or a short inline sequence on a DPU; the kernel's
+    # call instruction is already counted, so these charge the rest of the DPU sequence
+    *_group(("me", "whoami"), 0),
+    *_group(("mram_read", "mram_write", "halt"), 1),
+    *_group(("__cnm_atomic_bit_acquire", "__cnm_atomic_bit_release", "__cnm_atomic_bit_try_acquire",
+             "mutex_lock", "mutex_unlock", "mutex_trylock"), 2),
+    *_group(("barrier_wait", "sem_take", "sem_give"), 15),
+    *_group(("handshake_notify", "handshake_wait_for"), 10),
+    *_group(("perfcounter_get", "perfcounter_config"), 4),
+)
+
+
+@dataclass(frozen=True)
+class DpuConfig:
+    """Timing model of one DPU and of the host link; re-time a trace by changing this value."""
+
+    frequency_hz: float = 350e6
+    revolver_period: int = 11
+    pipeline_depth: int = 14
+    dma_read_alpha: float = 77.0
+    dma_write_alpha: float = 61.0
+    dma_beta: float = 0.5
+    dma_engine_overhead: float = 0.0
+    mram_direct_access_bytes: int = 8
+    launch_overhead_s: float = 20e-6
+    host_to_dpu_Bps: float = 0.33e9
+    dpu_to_host_Bps: float = 0.12e9
+    rank_to_dpu_Bps: float = 6.68e9
+    rank_to_host_Bps: float = 4.74e9
+    broadcast_Bps: float = 16.88e9
+    transfer_latency_s: float = 20e-6
+    dpus_per_rank: int = 64
+    routine_costs: tuple[RoutineCost, ...] = field(default=DEFAULT_ROUTINE_COSTS)
+
+    def __post_init__(self) -> None:
+        if self.revolver_period < 1 or self.frequency_hz <= 0 or self.dma_beta < 0:
+            raise ValueError("DpuConfig: frequency > 0, revolver_period >= 1, dma_beta >= 0")
+
+    @property
+    def hash(self) -> str:
+        """Stable short id of every constant (16 hex digits of SHA-256)."""
+        text = ";".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def routine_cost(self, name: str) -> RoutineCost | None:
+        """The cost entry of a routine charged by table, or None if it runs natively."""
+        return self._by_name.get(name)
+
+    @property
+    def _by_name(self) -> dict[str, RoutineCost]:
+        cache = self.__dict__.get("_routine_index")
+        if cache is None:
+            cache = {cost.name: cost for cost in self.routine_costs}
+            object.__setattr__(self, "_routine_index", cache)
+        return cache
+
+    def with_(self, **changes) -> "DpuConfig":
+        """A copy with some constants changed (sweeps, calibration)."""
+        return replace(self, **changes)

@@ -1,0 +1,458 @@
+"""A numba-jitted rv32i interpreter: runs one tasklet of one DPU until the next event.
+
+The architectural state lives in caller-owned numpy arrays (``DpuState``); ``run_tasklet`` is
+the njit entry point (callable from other njit code, e.g. a jitted scheduler, with no Python
+dispatch per event) and ``Interpreter.run`` is its thin Python wrapper.
+
+Accounting per executed instruction: ``slots += charge[i]`` and ``instructions += 1``. The
+budget is in issue **slots** (plus an optional raw-instruction cap, for safety against loops in
+zero-charge code). Direct loads/stores to MRAM are counted per tasklet in
+``mram_accesses`` (one per load/store *instruction*, whatever its width).
+
+Table-charged routines: when execution reaches a word with ``routine[i] >= 0`` and the tasklet
+is not inside a routine, ``routine_acc[t, id] += (1, param)`` with param from ``RoutineKind``,
+and the tasklet is inside until its pc equals the ra it had at the entry. Nested entries are
+part of the outer routine and not recorded. ``in_routine[t] = (id or -1, return address)``
+persists across calls, events and context switches.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
+from cnmtune.runtime.sim.program import (
+    C_CHARGE, C_IMM, C_OP, C_RD, C_ROUTINE, C_RS1, C_RS2, C_TARGET, MISALIGNED_TARGET_BASE,
+    MISALIGNED_TARGET_LIMIT, DecodedProgram, Op)
+
+IRAM_REGION_BYTES = 4 * 1024 * 1024  # dpu.ld's iram region: stores anywhere in it are WRITE_TO_IRAM
+OUT_SIZE = 6  # out[] = kind, pc, slots, instructions, fault, address
+M32 = 0xFFFFFFFF
+_NEVER = -(2 ** 62)  # an instruction index no pc can have (a misaligned return address)
+
+
+class EventKind(enum.IntEnum):
+    """Why run_tasklet returned."""
+
+    ECALL = 1  # stopped AT an ecall (already charged); service it, then pcs[t] += 4
+    BUDGET = 2  # slot budget (or instruction cap) used up; pc = next instruction
+    FAULT = 3  # the instruction at pc did not execute (see FaultKind)
+    MRAM_GROW = 4  # MRAM access at address >= len(mram): grow mram and run again (not executed)
+    EBREAK = 5  # stopped AT an ebreak (charged, like ECALL)
+
+
+class FaultKind(enum.IntEnum):
+    """What went wrong in a FAULT event; ``address`` tells where."""
+
+    NONE = 0
+    MEMORY_OUT_OF_BOUNDS = 1  # data address outside WRAM/MRAM (atomic region and IRAM loads too)
+    MISALIGNED = 2  # load/store address not naturally aligned
+    STACK_OVERFLOW = 3  # sp left [stack_lo, stack_hi]; address = the new sp (write is applied)
+    ILLEGAL_INSTRUCTION = 4  # undecodable word; address = pc
+    FETCH_OUT_OF_BOUNDS = 5  # pc outside the program; address = pc
+    WRITE_TO_IRAM = 6  # store into the IRAM region
+    FETCH_MISALIGNED = 7  # jump/branch to a pc that is not 4-aligned; address = pc
+
+
+class RoutineKind(enum.IntEnum):
+    """How the dynamic parameter of a table-charged routine is computed at its entry.
+
+    bits(x) = number of significant bits of unsigned x (0 for 0); clz32(x) = 32 - bits(x).
+    """
+
+    NONE = 0  # param = 0
+    MUL32 = 1  # param = bits(min(a0, a1)): the DPU's mul_step loop stops on the smaller operand
+    UDIV32 = 2  # param = 32 if a1 == 0 else max(0, clz32(a1) - clz32(a0) + 1): div_step count
+    SDIV32 = 3  # UDIV32's rule on |a0|, |a1| (|INT_MIN| = 2**31)
+    MUL64 = 4  # x = a1:a0, y = a3:a2 (hi:lo); param = bits(min(x, y)) on 64 bits
+    UDIV64 = 5  # x / y as above: 64 if y == 0 else max(0, clz64(y) - clz64(x) + 1)
+    SDIV64 = 6  # UDIV64's rule on |x|, |y|
+    # Alias for callers that use one kind for every 64-bit divide: the signed rule is exact for
+    # signed routines and for unsigned operands below 2**63. Prefer UDIV64 / SDIV64.
+    WIDE64 = 6
+
+
+# Plain ints for the jitted code (numba freezes module globals as constants).
+_ECALL, _BUDGET, _FAULT, _GROW, _EBREAK = 1, 2, 3, 4, 5
+_F_OOB, _F_MISALIGNED, _F_STACK, _F_ILLEGAL, _F_FETCH, _F_IRAM, _F_FETCH_MIS = 1, 2, 3, 4, 5, 6, 7
+# Memory classification results: 0/1 are accesses, the rest are events.
+_IN_WRAM, _IN_MRAM, _M_GROW, _M_MISALIGNED, _M_OOB, _M_IRAM = 0, 1, 2, 3, 4, 5
+_MRAM_BASE, _MRAM_SIZE, _IRAM_BASE = MRAM_BASE, MRAM_SIZE, 0x80000000
+(_ILLEGAL, _NOP, _LI, _ADDI, _SLTI, _SLTIU, _XORI, _ORI, _ANDI, _SLLI, _SRLI, _SRAI, _ADD, _SUB,
+ _SLL, _SLT, _SLTU, _XOR, _SRL, _SRA, _OR, _AND, _LB, _LH, _LW, _LBU, _LHU, _SB, _SH, _SW,
+ _BEQ, _BNE, _BLT, _BGE, _BLTU, _BGEU, _JAL, _J, _JALR, _ECALL_OP, _EBREAK_OP) = range(41)
+assert _EBREAK_OP == Op.EBREAK and _LW == Op.LW and _JALR == Op.JALR
+
+
+@njit(cache=True, nogil=True)
+def _bits(x):
+    n = 0
+    while x:
+        x >>= 1
+        n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _bits64(hi, lo):
+    return 32 + _bits(hi) if hi else _bits(lo)
+
+
+@njit(cache=True, nogil=True)
+def _abs64(hi, lo):
+    if hi & 0x80000000:  # two's complement negate of hi:lo
+        return (~hi + (1 if lo == 0 else 0)) & M32, (-lo) & M32
+    return hi, lo
+
+
+@njit(cache=True, nogil=True)
+def _abs32(x):
+    return (-x) & M32 if x & 0x80000000 else x
+
+
+@njit(cache=True, nogil=True)
+def routine_param(kind, a0, a1, a2, a3):
+    """The dynamic parameter of a routine of RoutineKind ``kind`` called with a0..a3."""
+    if kind == 1 or kind == 4:
+        if kind == 1:
+            return _bits(min(a0, a1))
+        if a1 < a3 or (a1 == a3 and a0 < a2):  # x < y on hi:lo pairs
+            return _bits64(a1, a0)
+        return _bits64(a3, a2)
+    if kind == 2 or kind == 3:
+        if kind == 3:
+            a0, a1 = _abs32(a0), _abs32(a1)
+        if a1 == 0:
+            return 32
+        return max(0, _bits(a0) - _bits(a1) + 1)  # clz(a1) - clz(a0) + 1
+    if kind == 5 or kind == 6:
+        xh, xl, yh, yl = a1, a0, a3, a2
+        if kind == 6:
+            xh, xl = _abs64(xh, xl)
+            yh, yl = _abs64(yh, yl)
+        if yh == 0 and yl == 0:
+            return 64
+        return max(0, _bits64(xh, xl) - _bits64(yh, yl) + 1)
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _classify(addr, align_mask, wlen, mlen, store):
+    """Where a data access of an aligned width lands (_IN_*), or why it cannot (_M_*)."""
+    if addr & align_mask:
+        return _M_MISALIGNED
+    if addr < wlen:
+        return _IN_WRAM
+    off = addr - _MRAM_BASE
+    if 0 <= off < _MRAM_SIZE:
+        return _IN_MRAM if off < mlen else _M_GROW
+    if store and _IRAM_BASE <= addr < _IRAM_BASE + IRAM_REGION_BYTES:
+        return _M_IRAM
+    return _M_OOB
+
+
+@njit(cache=True, nogil=True)
+def _load_small(m8, m16, off, op):
+    if op == _LB:
+        return (np.int64(m8[off]) ^ 0x80) - 0x80
+    if op == _LBU:
+        return np.int64(m8[off])
+    v = np.int64(m16[off >> 1])
+    return (v ^ 0x8000) - 0x8000 if op == _LH else v
+
+
+@njit(cache=True, nogil=True)
+def _store_small(m8, m16, off, op, v):
+    if op == _SB:
+        m8[off] = v & 0xFF
+    else:
+        m16[off >> 1] = v & 0xFFFF
+
+
+@njit(cache=True, nogil=True)
+def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stack_lo, stack_hi,
+                routine_acc, in_routine, mram_accesses, budget, max_instructions, out):
+    """Run tasklet t from pcs[t] until an event; fill out[:6] and return the EventKind value.
+
+    budget: issue slots; max_instructions: raw-instruction cap. len(mram) must be a multiple
+    of 8. On return pcs[t], regs[t], in_routine[t], routine_acc[t], mram_accesses[t] and
+    memory are up to date.
+    """
+    n = code.shape[0]
+    base = np.int64(text_address)
+    r = regs[t]
+    w16, w32 = wram.view(np.uint16), wram.view(np.uint32)
+    m16, m32 = mram.view(np.uint16), mram.view(np.uint32)
+    wlen, mlen = np.int64(wram.shape[0]), np.int64(mram.shape[0])
+    s_lo, s_hi = np.int64(stack_lo[t]), np.int64(stack_hi[t])
+    cur = in_routine[t, 0]
+    ret_idx = _NEVER
+    if cur >= 0:
+        ret = in_routine[t, 1]
+        ret_idx = (ret - base) >> 2 if (ret & 3) == 0 else _NEVER
+    slots = np.int64(0)
+    count = np.int64(0)
+    macc = np.int64(0)
+    ev = 0
+    fault = 0
+    memk = -1  # a failed data access: its _M_* classification
+    faddr = np.int64(0)
+    off0 = np.int64(pcs[t]) - base
+    idx = off0 >> 2
+    if off0 & 3:
+        idx = MISALIGNED_TARGET_BASE + (np.int64(pcs[t]) >> 1)
+    while True:
+        if slots >= budget or count >= max_instructions:
+            ev = _BUDGET
+            break
+        if idx < 0 or idx >= n:  # fell off the program or jumped outside it
+            ev, fault = _FAULT, _F_FETCH
+            faddr = (base + 4 * idx) & M32
+            if idx < MISALIGNED_TARGET_LIMIT:
+                fault, faddr = _F_FETCH_MIS, (idx - MISALIGNED_TARGET_BASE) * 2
+            break
+        if cur >= 0 and idx == ret_idx:  # back at the return address: routine left
+            cur = -1
+        rid = code[idx, C_ROUTINE]
+        if rid >= 0 and cur < 0:
+            cur = rid
+            ret = np.int64(r[1])
+            ret_idx = (ret - base) >> 2 if (ret & 3) == 0 else _NEVER
+            in_routine[t, 1] = ret
+            routine_acc[t, rid, 0] += 1
+            routine_acc[t, rid, 1] += routine_param(routine_kind[rid], np.int64(r[10]),
+                                                    np.int64(r[11]), np.int64(r[12]),
+                                                    np.int64(r[13]))
+        slots += code[idx, C_CHARGE]
+        count += 1
+        op = code[idx, C_OP]
+        rd = code[idx, C_RD]
+        a = np.int64(r[code[idx, C_RS1]])
+        b = np.int64(r[code[idx, C_RS2]])
+        imm = np.int64(code[idx, C_IMM])
+        nxt = idx + 1
+        # ---- ops that write rd fall through to the write-back below; the rest `continue`.
+        if op == _ADDI:
+            v = a + imm
+        elif op == _LW:
+            addr = (a + imm) & M32
+            k = _classify(addr, 3, wlen, mlen, False)
+            if k == _IN_WRAM:
+                v = np.int64(w32[addr >> 2])
+            elif k == _IN_MRAM:
+                v = np.int64(m32[(addr - _MRAM_BASE) >> 2])
+                macc += 1
+            else:
+                memk, faddr = k, addr
+                break
+            if rd == 0:
+                idx = nxt
+                continue
+        elif op == _SW:
+            addr = (a + imm) & M32
+            k = _classify(addr, 3, wlen, mlen, True)
+            if k == _IN_WRAM:
+                w32[addr >> 2] = b
+            elif k == _IN_MRAM:
+                m32[(addr - _MRAM_BASE) >> 2] = b
+                macc += 1
+            else:
+                memk, faddr = k, addr
+                break
+            idx = nxt
+            continue
+        elif op == _ADD:
+            v = a + b
+        elif op >= _BEQ and op <= _BGEU:
+            if op == _BEQ:
+                taken = a == b
+            elif op == _BNE:
+                taken = a != b
+            elif op == _BLT:
+                taken = (a ^ 0x80000000) < (b ^ 0x80000000)
+            elif op == _BGE:
+                taken = (a ^ 0x80000000) >= (b ^ 0x80000000)
+            elif op == _BLTU:
+                taken = a < b
+            else:
+                taken = a >= b
+            idx = np.int64(code[idx, C_TARGET]) if taken else nxt
+            continue
+        elif op == _LI:
+            v = imm
+        elif op == _J:
+            idx = np.int64(code[idx, C_TARGET])
+            continue
+        elif op == _JAL:
+            v = imm  # the link value pc + 4, predecoded
+            nxt = np.int64(code[idx, C_TARGET])
+        elif op == _JALR:
+            dest = (a + imm) & (M32 - 1)
+            v = (base + 4 * nxt) & M32
+            nxt = (dest - base) >> 2
+            if dest & 3:
+                nxt = MISALIGNED_TARGET_BASE + (dest >> 1)
+            if rd == 0:
+                idx = nxt
+                continue
+        elif op == _SLLI or op == _SLL:
+            v = a << ((imm if op == _SLLI else b) & 31)
+        elif op == _SRLI or op == _SRL:
+            v = a >> ((imm if op == _SRLI else b) & 31)
+        elif op == _SRAI or op == _SRA:
+            v = ((a ^ 0x80000000) - 0x80000000) >> ((imm if op == _SRAI else b) & 31)
+        elif op == _SUB:
+            v = a - b
+        elif op == _ANDI or op == _AND:
+            v = a & ((imm & M32) if op == _ANDI else b)
+        elif op == _ORI or op == _OR:
+            v = a | ((imm & M32) if op == _ORI else b)
+        elif op == _XORI or op == _XOR:
+            v = a ^ ((imm & M32) if op == _XORI else b)
+        elif op == _SLTI or op == _SLT:
+            v = 1 if (a ^ 0x80000000) < (((imm if op == _SLTI else b) & M32) ^ 0x80000000) else 0
+        elif op == _SLTIU or op == _SLTU:
+            v = 1 if a < ((imm & M32) if op == _SLTIU else b) else 0
+        elif op >= _LB and op <= _LHU:
+            addr = (a + imm) & M32
+            k = _classify(addr, 1 if (op == _LH or op == _LHU) else 0, wlen, mlen, False)
+            if k == _IN_WRAM:
+                v = _load_small(wram, w16, addr, op)
+            elif k == _IN_MRAM:
+                v = _load_small(mram, m16, addr - _MRAM_BASE, op)
+                macc += 1
+            else:
+                memk, faddr = k, addr
+                break
+            if rd == 0:
+                idx = nxt
+                continue
+        elif op == _SB or op == _SH:
+            addr = (a + imm) & M32
+            k = _classify(addr, 1 if op == _SH else 0, wlen, mlen, True)
+            if k == _IN_WRAM:
+                _store_small(wram, w16, addr, op, b)
+            elif k == _IN_MRAM:
+                _store_small(mram, m16, addr - _MRAM_BASE, op, b)
+                macc += 1
+            else:
+                memk, faddr = k, addr
+                break
+            idx = nxt
+            continue
+        elif op == _NOP:
+            idx = nxt
+            continue
+        elif op == _ECALL_OP or op == _EBREAK_OP:
+            ev = _ECALL if op == _ECALL_OP else _EBREAK
+            break
+        else:  # ILLEGAL
+            ev, fault, faddr = _FAULT, _F_ILLEGAL, (base + 4 * idx) & M32
+            break
+        # ---- write-back (rd != 0 here) and the stack check on sp writes.
+        r[rd] = v
+        if rd == 2:
+            sp = v & M32
+            if sp < s_lo or sp > s_hi:
+                ev, fault, faddr = _FAULT, _F_STACK, sp
+                break
+        idx = nxt
+    # ---- translate memory classifications into events; undo the charge of what did not run.
+    if memk == _M_GROW:
+        ev = _GROW
+    elif memk >= 0:
+        fault = _F_MISALIGNED if memk == _M_MISALIGNED else (_F_OOB if memk == _M_OOB else _F_IRAM)
+        ev = _FAULT
+    if ev == _GROW or (ev == _FAULT and fault != _F_FETCH and fault != _F_FETCH_MIS):
+        slots -= code[idx, C_CHARGE]
+        count -= 1
+    if ev == _FAULT and (fault == _F_FETCH or fault == _F_FETCH_MIS):
+        pc = faddr
+    else:
+        pc = (base + 4 * idx) & M32
+    pcs[t] = pc
+    in_routine[t, 0] = cur
+    mram_accesses[t] += macc
+    out[0] = ev
+    out[1] = pc
+    out[2] = slots
+    out[3] = count
+    out[4] = fault
+    out[5] = faddr
+    return ev
+
+
+class Event(NamedTuple):
+    """What stopped a run: kind, pc (of the ecall / faulting word), slots and raw instructions
+    executed by this run, fault kind and address (data address, or pc for fetch faults)."""
+
+    kind: EventKind
+    pc: int
+    slots: int
+    instructions: int
+    fault: FaultKind = FaultKind.NONE
+    address: int = 0
+
+
+# Enum lookups by value without the (slow) Enum constructor on the per-event path.
+_EVENT_KINDS = (None, *EventKind)
+_FAULT_KINDS = tuple(FaultKind)
+
+
+class DpuState:
+    """The arrays run_tasklet reads and writes for one DPU (all owned by the caller).
+
+    regs uint32[24, 32], pcs uint32[24], wram uint8[65536], mram uint8[n] (n % 8 == 0, grown on
+    MRAM_GROW), stack_lo/stack_hi uint32[24] (inclusive sp bounds), routine_acc int64[24, R, 2]
+    (count, param sum), in_routine int64[24, 2] (routine id or -1, return address),
+    mram_accesses int64[24] (direct MRAM load/store instructions).
+    """
+
+    def __init__(self, n_routines: int = 0, mram_bytes: int = 0):
+        self.regs = np.zeros((MAX_TASKLETS, 32), np.uint32)
+        self.pcs = np.zeros(MAX_TASKLETS, np.uint32)
+        self.wram = np.zeros(WRAM_SIZE, np.uint8)
+        self.mram = np.zeros(_round8(mram_bytes), np.uint8)
+        self.stack_lo = np.zeros(MAX_TASKLETS, np.uint32)
+        self.stack_hi = np.full(MAX_TASKLETS, M32, np.uint32)
+        self.routine_acc = np.zeros((MAX_TASKLETS, n_routines, 2), np.int64)
+        self.in_routine = np.zeros((MAX_TASKLETS, 2), np.int64)
+        self.in_routine[:, 0] = -1
+        self.mram_accesses = np.zeros(MAX_TASKLETS, np.int64)
+
+    def grow_mram(self, min_bytes: int) -> None:
+        """Grow mram (zero-filled, at least doubling, capped at 64 MiB) to hold min_bytes."""
+        if min_bytes > len(self.mram):
+            size = min(MRAM_SIZE, max(_round8(min_bytes), 2 * len(self.mram), 1 << 16))
+            grown = np.zeros(size, np.uint8)
+            grown[: len(self.mram)] = self.mram
+            self.mram = grown
+
+
+def _round8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+class Interpreter:
+    """Runs tasklets of one predecoded program on a DpuState."""
+
+    def __init__(self, program: DecodedProgram):
+        self.program = program
+        self._out = np.zeros(OUT_SIZE, np.int64)
+
+    def run(self, t: int, state: DpuState, budget: int,
+            max_instructions: int = 2 ** 62) -> Event:
+        """Run tasklet t from state.pcs[t] until an event; budget is in issue slots."""
+        p, out = self.program, self._out
+        if state.routine_acc.shape[1] != p.n_routines:
+            raise ValueError(f"routine_acc has {state.routine_acc.shape[1]} routines, "
+                             f"the program {p.n_routines}")
+        run_tasklet(p.code, p.text_address, p.routine_kind, t, state.regs, state.pcs, state.wram,
+                    state.mram, state.stack_lo, state.stack_hi, state.routine_acc,
+                    state.in_routine, state.mram_accesses, budget, max_instructions, out)
+        kind, pc, slots, count, fault, address = out.tolist()
+        return Event(_EVENT_KINDS[kind], pc, slots, count, _FAULT_KINDS[fault], address)

@@ -1,0 +1,294 @@
+"""The timing model of one DPU: replays tasklet segments through the revolver pipeline and DMA engine.
+
+Issue: a tasklet issues at most one instruction every `revolver_period` cycles and the DPU at
+most one per cycle, so n runnable tasklets each advance at 1 / max(period, n) slots per cycle
+(processor sharing; exact for the steady state of the revolver scheduler). DMA: the issuing
+tasklet blocks; one engine per DPU serves requests in order, each occupying it for
+beta * bytes (+ a fixed overhead) and completing alpha + beta * bytes after it starts.
+Synchronisation (barrier, semaphore, handshake, atomic bits) follows the UPMEM runtime's
+semantics in model time. The same engine drives live co-simulation (segments produced by the
+functional layer on demand, counter values and lock results fed back) and pure replay of a
+recorded Trace under another DpuConfig.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from cnmtune.dpu.memory_map import MAX_TASKLETS
+from cnmtune.errors import Deadlock
+from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.sim.trace import Action, Segment, Trace
+
+EALREADY = 114  # errno.h / cnm_ecall.h CNM_ERR_EALREADY
+PERF_GRANULARITY = 16  # the runtime returns the hardware counter << 4 (FACTS.md section 2)
+COUNT_CYCLES, COUNT_INSTRUCTIONS = 1, 2
+
+_IDLE, _RUN, _DMA, _SYNC, _DONE, _READY = range(6)  # tasklet states
+_MRAM, _ACT, _NEXT = range(3)  # what a READY tasklet does next: MRAM accesses, its action, next segment
+
+
+class SegmentSource(Protocol):
+    """Where the engine gets each tasklet's next segment."""
+
+    def step(self, tasklet: int, now: float, value: int | None) -> Segment:
+        """Run `tasklet` to its next action, first putting `value` (if any) in its a0/a1."""
+
+
+@dataclass(frozen=True)
+class DpuTiming:
+    """Result of timing one DPU for one launch (cycles at the configured frequency)."""
+
+    cycles: int
+    issue_cycles: np.ndarray
+    dma_wait_cycles: np.ndarray
+    sync_wait_cycles: np.ndarray
+    slots: np.ndarray
+    instructions: np.ndarray
+    dma_read_bytes: int
+    dma_write_bytes: int
+    dma_transfers: int
+
+    @property
+    def ipc(self) -> float:
+        """DPU issue slots per cycle (1.0 is the pipeline's peak)."""
+        return float(self.slots.sum()) / self.cycles if self.cycles else 0.0
+
+
+def routine_cost_vectors(config: DpuConfig, routines: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-routine (base, per-parameter) issue slots under `config`."""
+    base, per = np.zeros(len(routines)), np.zeros(len(routines))
+    for k, name in enumerate(routines):
+        cost = config.routine_cost(name)
+        if cost is None:
+            raise ValueError(f"DpuConfig has no cost for routine {name!r}, which this trace charges by table")
+        base[k], per[k] = cost.base, cost.per_param
+    return base, per
+
+
+class DpuTimeline:
+    """Discrete-event timing of one DPU's tasklets (see the module docstring)."""
+
+    def __init__(self, config: DpuConfig, routines: tuple[str, ...], source: SegmentSource, dpu: int = 0):
+        self.config = config
+        self.source = source
+        self.dpu = dpu
+        self._cost_base, self._cost_per = routine_cost_vectors(config, routines)
+        n = MAX_TASKLETS
+        self.state = [_IDLE] * n
+        self.remaining = [0.0] * n
+        self.current: list[Segment | None] = [None] * n
+        self.pending = [_ACT] * n
+        self.dma_done = [0.0] * n
+        self.issue = np.zeros(n)
+        self.dma_wait = np.zeros(n)
+        self.sync_wait = np.zeros(n)
+        self.slots = np.zeros(n)
+        self.instructions = np.zeros(n, dtype=np.int64)
+        self.now = 0.0
+        self.engine_free = 0.0
+        self.dma_bytes = [0, 0]
+        self.dma_transfers = 0
+        self.bits: set[int] = set()
+        self.barriers: dict[int, list[int]] = {}
+        self.semaphores: dict[int, int] = {}
+        self.sem_waiters: dict[int, list[int]] = {}
+        self.notifying: set[int] = set()
+        self.waiting_for: dict[int, int] = {}
+        self.perf_base = 0.0
+        self.perf_mode = COUNT_CYCLES
+        self.perf_slots_base = 0.0
+        self._ready: list[int] = []
+
+    # ---------------------------------------------------------------- public
+    def run(self) -> DpuTiming:
+        """Boot tasklet 0, run until every booted tasklet has stopped, return the timing."""
+        self._resume(0, None)
+        while True:
+            self._drain_ready()
+            running = [t for t in range(MAX_TASKLETS) if self.state[t] == _RUN]
+            waiting = [t for t in range(MAX_TASKLETS) if self.state[t] == _DMA]
+            if not running and not waiting:
+                blocked = [t for t in range(MAX_TASKLETS) if self.state[t] == _SYNC]
+                if blocked:
+                    raise Deadlock(self._deadlock_message(blocked))
+                break
+            rate = 1.0 / max(self.config.revolver_period, len(running)) if running else 0.0
+            t_run = self.now + min(self.remaining[t] for t in running) / rate if running else math.inf
+            t_dma = min(self.dma_done[t] for t in waiting) if waiting else math.inf
+            t_next = min(t_run, t_dma)
+            self._advance(t_next - self.now, running, waiting, rate)
+            self.now = t_next
+            for t in running:
+                if self.remaining[t] <= 1e-9:
+                    self._to_ready(t)
+            for t in waiting:
+                if self.dma_done[t] <= self.now + 1e-9:
+                    self._to_ready(t)
+        cycles = math.ceil(self.now + self.config.pipeline_depth) if self.now else 0
+        return DpuTiming(cycles, self.issue, self.dma_wait, self.sync_wait, self.slots, self.instructions,
+                         self.dma_bytes[0], self.dma_bytes[1], self.dma_transfers)
+
+    # ---------------------------------------------------------------- internals
+    def _advance(self, dt: float, running: list[int], waiting: list[int], rate: float) -> None:
+        for t in running:
+            self.remaining[t] -= dt * rate
+            self.issue[t] += dt
+        for t in waiting:
+            self.dma_wait[t] += dt
+        for t in range(MAX_TASKLETS):
+            if self.state[t] == _SYNC:
+                self.sync_wait[t] += dt
+
+    def _to_ready(self, t: int) -> None:
+        self.state[t] = _READY
+        self._ready.append(t)
+
+    def _segment_slots(self, seg: Segment) -> float:
+        return seg.slots + float(seg.routine_counts @ self._cost_base + seg.routine_params @ self._cost_per)
+
+    def _resume(self, t: int, value: int | None) -> None:
+        """Get tasklet t's next segment from the source and start issuing it."""
+        seg = self.source.step(t, self.now, value)
+        self.current[t] = seg
+        slots = self._segment_slots(seg)
+        self.slots[t] += slots
+        self.instructions[t] += seg.instructions
+        self.remaining[t] = slots
+        # direct loads/stores to MRAM are small DMAs, charged after the segment's issue slots
+        self.pending[t] = _MRAM if seg.mram_accesses else _ACT
+        if slots <= 1e-9:
+            self._to_ready(t)
+        else:
+            self.state[t] = _RUN
+
+    def _dma(self, t: int, nbytes: int, alpha: float, direction: int) -> None:
+        cfg = self.config
+        start = max(self.now, self.engine_free)
+        self.engine_free = start + cfg.dma_beta * nbytes + cfg.dma_engine_overhead
+        self.dma_done[t] = start + alpha + cfg.dma_beta * nbytes
+        self.dma_bytes[direction] += nbytes
+        self.dma_transfers += 1
+        self.state[t] = _DMA
+
+    def _drain_ready(self) -> None:
+        while self._ready:
+            t = self._ready.pop(0)
+            pending, seg = self.pending[t], self.current[t]
+            if pending == _MRAM:
+                self.pending[t] = _ACT
+                nbytes = seg.mram_accesses * self.config.mram_direct_access_bytes
+                self._dma(t, nbytes, self.config.dma_read_alpha * seg.mram_accesses, 0)
+            elif pending == _ACT:
+                self._act(t, seg)
+            else:
+                self._resume(t, None)
+
+    def _act(self, t: int, seg: Segment) -> None:
+        action, a0, a1 = seg.action, seg.arg0, seg.arg1
+        cfg = self.config
+        if action == Action.DMA_READ:
+            self._dma(t, a0, cfg.dma_read_alpha, 0)
+            self.pending[t] = _NEXT
+        elif action == Action.DMA_WRITE:
+            self._dma(t, a0, cfg.dma_write_alpha, 1)
+            self.pending[t] = _NEXT
+        elif action == Action.BARRIER:
+            arrived = self.barriers.setdefault(a0, [])
+            arrived.append(t)
+            if len(arrived) >= max(a1, 1):
+                del self.barriers[a0]
+                for waiter in arrived:
+                    self._resume(waiter, None)
+            else:
+                self.state[t] = _SYNC
+        elif action == Action.ACQUIRE:
+            busy = a0 in self.bits
+            self.bits.add(a0)
+            self._resume(t, 1 if busy else 0)
+        elif action == Action.RELEASE:
+            self.bits.discard(a0)
+            self._resume(t, None)
+        elif action == Action.SEM_TAKE:
+            count = self.semaphores.get(a0, a1) - 1
+            self.semaphores[a0] = count
+            if count < 0:
+                self.sem_waiters.setdefault(a0, []).append(t)
+                self.state[t] = _SYNC
+            else:
+                self._resume(t, None)
+        elif action == Action.SEM_GIVE:
+            self.semaphores[a0] = self.semaphores.get(a0, a1) + 1
+            waiters = self.sem_waiters.get(a0)
+            if waiters:
+                self._resume(waiters.pop(0), None)
+            self._resume(t, None)
+        elif action == Action.NOTIFY:
+            waiter = self.waiting_for.pop(t, None)
+            if waiter is None:
+                self.notifying.add(t)
+                self.state[t] = _SYNC
+            else:
+                self._resume(waiter, 0)
+                self._resume(t, None)
+        elif action == Action.WAIT_FOR:
+            if a0 in self.waiting_for:
+                self._resume(t, EALREADY)
+            elif a0 in self.notifying:
+                self.notifying.discard(a0)
+                self._resume(a0, None)
+                self._resume(t, 0)
+            else:
+                self.waiting_for[a0] = t
+                self.state[t] = _SYNC
+        elif action == Action.BOOT:
+            if 0 <= a0 < MAX_TASKLETS and self.state[a0] == _IDLE:
+                self._resume(a0, None)
+            self._resume(t, None)
+        elif action == Action.PERF_CONFIG:
+            previous = self._perf_value()
+            self.perf_mode = a0 if a0 in (COUNT_CYCLES, COUNT_INSTRUCTIONS) else self.perf_mode
+            if a1:
+                self.perf_base = self.now
+                self.perf_slots_base = float(self.slots.sum())
+            self._resume(t, previous)
+        elif action == Action.PERF_GET:
+            self._resume(t, self._perf_value())
+        elif action == Action.STOP:
+            self.state[t] = _DONE
+        else:
+            raise ValueError(f"unknown trace action {action!r}")
+
+    def _perf_value(self) -> int:
+        if self.perf_mode == COUNT_INSTRUCTIONS:
+            counted = float(self.slots.sum()) - self.perf_slots_base
+        else:
+            counted = self.now - self.perf_base
+        return int(counted) // PERF_GRANULARITY * PERF_GRANULARITY
+
+    def _deadlock_message(self, blocked: list[int]) -> str:
+        waits = []
+        for t in blocked:
+            seg = self.current[t]
+            what = seg.action.name.lower() if seg is not None else "?"
+            waits.append(f"tasklet {t} in {what}")
+        return f"DPU {self.dpu}: deadlock at cycle {self.now:.0f}: every live tasklet is blocked ({', '.join(waits)})"
+
+
+class TraceReplay:
+    """A SegmentSource that replays a recorded Trace (re-timing without re-execution)."""
+
+    def __init__(self, trace: Trace):
+        self._queues = {t: iter(trace.segments_of(t)) for t in set(int(x) for x in trace.tasklet)}
+
+    def step(self, tasklet: int, now: float, value: int | None) -> Segment:
+        return next(self._queues[tasklet])
+
+
+def retime(trace: Trace, config: DpuConfig, dpu: int = 0) -> DpuTiming:
+    """Time a recorded trace under `config`."""
+    return DpuTimeline(config, trace.routines, TraceReplay(trace), dpu).run()
