@@ -151,6 +151,60 @@ def compare(
         console.print(f"wrote {path}", highlight=False, markup=False)
 
 
+def _size(kernel: Kernel, text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    return kernel.workload.preset(text)
+
+
+@app.command()
+def run(
+    kernel_dir: Path = typer.Argument(..., help="kernel directory (dpu/*.c, workload.py)"),
+    pipeline: str = typer.Option("O2", "--pipeline", "-p", help="O0..O3, Os, Oz or 'pass,pass,...'"),
+    tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
+    dpus: int = typer.Option(1, "--dpus", "-d", help="number of DPUs"),
+    size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),
+    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    seed: int = typer.Option(0, "--seed", help="input generator seed"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of tables"),
+) -> None:
+    """Compile, run on the embedded DPU simulator, verify against the numpy reference, report."""
+    from cnmtune.runtime.execute import run_binary
+
+    kernel = Kernel.load(kernel_dir)
+    variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, parse_defines(define))
+    binary = ProxyToolchain().compile(variant)
+    result = run_binary(binary, dpus, _size(kernel, size), seed=seed)
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    summary = Table(title=f"{result.variant} on {dpus} simulated DPU(s), size {result.size:,}: verified",
+                    show_header=False)
+    for label, value in (
+        ("kernel time (ms)", f"{result.kernel_s * 1e3:.4f}  ({result.launches} launch(es))"),
+        ("CPU->DPU transfers (ms)", f"{result.host_to_dpu_s * 1e3:.4f}"),
+        ("DPU->CPU transfers (ms)", f"{result.dpu_to_host_s * 1e3:.4f}"),
+        ("cycles (slowest DPU)", f"{result.cycles:,}"),
+        ("DPU instructions (issue slots)", f"{result.slots:,.0f}"),
+        ("proxy rv32i instructions", f"{result.instructions:,}"),
+        ("IPC (slowest DPU)", f"{result.ipc:.3f}"),
+        ("DMA MRAM->WRAM / WRAM->MRAM (B)", f"{result.dma_read_bytes:,} / {result.dma_write_bytes:,}"),
+        ("simulation wall time (s)", f"{result.wall_s:.2f}"),
+    ):
+        summary.add_row(label, value)
+    console.print(summary)
+    tasklet_table = Table(title="tasklets of the slowest DPU (cycles)")
+    for column in ("tasklet", "issuing", "DMA wait", "sync wait", "instructions"):
+        tasklet_table.add_column(column, justify="right")
+    for t in result.tasklets:
+        tasklet_table.add_row(str(t.tasklet), f"{t.issue_cycles:,.0f}", f"{t.dma_wait_cycles:,.0f}",
+                              f"{t.sync_wait_cycles:,.0f}", f"{t.slots:,.0f}")
+    console.print(tasklet_table)
+    if result.log:
+        console.print("DPU 0 printed:", highlight=False, markup=False)
+        console.print(result.log, highlight=False, markup=False, end="")
+
+
 @app.command()
 def passes(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """List the pass vocabulary (every transform llvmlite can apply)."""

@@ -21,6 +21,33 @@ from cnmtune.runtime.sim.trace import Trace
 
 
 @dataclass(frozen=True)
+class Transfer:
+    """One host transfer call: direction, mode (serial, parallel, broadcast), bytes per DPU, DPUs."""
+
+    to_dpu: bool
+    mode: str
+    nbytes: int
+    nr_dpus: int
+
+
+def transfer_seconds(transfer: Transfer, config: DpuConfig) -> float:
+    """Time of one transfer call under `config` (see the module docstring)."""
+    if transfer.mode == "serial":
+        bandwidth = config.host_to_dpu_Bps if transfer.to_dpu else config.dpu_to_host_Bps
+        total = transfer.nbytes
+    elif transfer.mode == "broadcast":
+        bandwidth, total = config.broadcast_Bps, transfer.nbytes
+    else:
+        per_dpu, per_rank = ((config.host_to_dpu_Bps, config.rank_to_dpu_Bps) if transfer.to_dpu
+                             else (config.dpu_to_host_Bps, config.rank_to_host_Bps))
+        full, rest = divmod(transfer.nr_dpus, config.dpus_per_rank)
+        ranks = [config.dpus_per_rank] * full + ([rest] if rest else [])
+        bandwidth = sum(min(k * per_dpu, per_rank) for k in ranks)
+        total = transfer.nbytes * transfer.nr_dpus
+    return config.transfer_latency_s + total / bandwidth
+
+
+@dataclass(frozen=True)
 class LaunchRecord:
     """One launch: the timing and the trace of every DPU."""
 
@@ -41,6 +68,7 @@ class SimDevice(Device):
         self.image: ProgramImage | None = None
         self.dpus = [SimulatedDpu(d) for d in range(nr_dpus)]
         self.launches: list[LaunchRecord] = []
+        self.transfers: list[Transfer] = []
 
     # ------------------------------------------------------------ program
     def load(self, elf_path) -> None:
@@ -61,12 +89,12 @@ class SimDevice(Device):
         self._check_dpu(dpu)
         raw = as_bytes(data)
         self.dpus[dpu].write(self._address(symbol) + offset, raw, symbol)
-        self._charge_to(len(raw), self.config.host_to_dpu_Bps)
+        self._record(Transfer(True, "serial", len(raw), 1))
 
     def copy_from(self, dpu: int, symbol: str, nbytes: int, offset: int = 0) -> bytes:
         self._check_dpu(dpu)
         data = self.dpus[dpu].read(self._address(symbol) + offset, nbytes, symbol)
-        self._charge_from(nbytes, self.config.dpu_to_host_Bps)
+        self._record(Transfer(False, "serial", nbytes, 1))
         return data
 
     def push_to(self, symbol: str, buffers: list[Buffer], offset: int = 0) -> None:
@@ -74,12 +102,12 @@ class SimDevice(Device):
         address = self._address(symbol) + offset
         for dpu, data in zip(self.dpus, raw):
             dpu.write(address, data, symbol)
-        self._charge_to(len(raw[0]) * self.nr_dpus, self._parallel_bandwidth(to_dpu=True))
+        self._record(Transfer(True, "parallel", len(raw[0]), self.nr_dpus))
 
     def push_from(self, symbol: str, nbytes: int, offset: int = 0) -> list[bytes]:
         address = self._address(symbol) + offset
         data = [dpu.read(address, nbytes, symbol) for dpu in self.dpus]
-        self._charge_from(nbytes * self.nr_dpus, self._parallel_bandwidth(to_dpu=False))
+        self._record(Transfer(False, "parallel", nbytes, self.nr_dpus))
         return data
 
     def broadcast(self, symbol: str, data: Buffer, offset: int = 0) -> None:
@@ -87,24 +115,17 @@ class SimDevice(Device):
         address = self._address(symbol) + offset
         for dpu in self.dpus:
             dpu.write(address, raw, symbol)
-        self._charge_to(len(raw), self.config.broadcast_Bps)
+        self._record(Transfer(True, "broadcast", len(raw), self.nr_dpus))
 
-    def _parallel_bandwidth(self, to_dpu: bool) -> float:
-        """Aggregate bytes/s of a parallel transfer: per-DPU links, capped per rank; ranks add up."""
-        cfg = self.config
-        per_dpu, per_rank = ((cfg.host_to_dpu_Bps, cfg.rank_to_dpu_Bps) if to_dpu
-                             else (cfg.dpu_to_host_Bps, cfg.rank_to_host_Bps))
-        full, rest = divmod(self.nr_dpus, cfg.dpus_per_rank)
-        ranks = [cfg.dpus_per_rank] * full + ([rest] if rest else [])
-        return sum(min(k * per_dpu, per_rank) for k in ranks)
-
-    def _charge_to(self, nbytes: int, bandwidth: float) -> None:
-        self.times.host_to_dpu_s += self.config.transfer_latency_s + nbytes / bandwidth
-        self.times.host_to_dpu_bytes += nbytes
-
-    def _charge_from(self, nbytes: int, bandwidth: float) -> None:
-        self.times.dpu_to_host_s += self.config.transfer_latency_s + nbytes / bandwidth
-        self.times.dpu_to_host_bytes += nbytes
+    def _record(self, transfer: Transfer) -> None:
+        self.transfers.append(transfer)
+        seconds = transfer_seconds(transfer, self.config)
+        if transfer.to_dpu:
+            self.times.host_to_dpu_s += seconds
+            self.times.host_to_dpu_bytes += transfer.nbytes * (1 if transfer.mode == "serial" else transfer.nr_dpus)
+        else:
+            self.times.dpu_to_host_s += seconds
+            self.times.dpu_to_host_bytes += transfer.nbytes * (1 if transfer.mode == "serial" else transfer.nr_dpus)
 
     # ------------------------------------------------------------ execution
     def launch(self) -> None:

@@ -185,6 +185,7 @@ def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stac
     n = code.shape[0]
     base = np.int64(text_address)
     r = regs[t]
+    r[0] = 0  # whatever the caller left there: x0 reads as 0 and is never written below
     w16, w32 = wram.view(np.uint16), wram.view(np.uint32)
     m16, m32 = mram.view(np.uint16), mram.view(np.uint32)
     wlen, mlen = np.int64(wram.shape[0]), np.int64(mram.shape[0])
@@ -215,8 +216,9 @@ def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stac
             if idx < MISALIGNED_TARGET_LIMIT:
                 fault, faddr = _F_FETCH_MIS, (idx - MISALIGNED_TARGET_BASE) * 2
             break
-        if cur >= 0 and idx == ret_idx:  # back at the return address: routine left
+        if idx == ret_idx:  # back at the return address: routine left (_NEVER when outside)
             cur = -1
+            ret_idx = _NEVER
         rid = code[idx, C_ROUTINE]
         if rid >= 0 and cur < 0:
             cur = rid
@@ -401,6 +403,7 @@ class Event(NamedTuple):
 # Enum lookups by value without the (slow) Enum constructor on the per-event path.
 _EVENT_KINDS = (None, *EventKind)
 _FAULT_KINDS = tuple(FaultKind)
+assert all(k.value == i for i, k in enumerate(_FAULT_KINDS))
 
 
 class DpuState:

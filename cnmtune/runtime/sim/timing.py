@@ -13,6 +13,7 @@ recorded Trace under another DpuConfig.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Protocol
@@ -80,10 +81,9 @@ class DpuTimeline:
         self._cost_base, self._cost_per = routine_cost_vectors(config, routines)
         n = MAX_TASKLETS
         self.state = [_IDLE] * n
-        self.remaining = [0.0] * n
+        self.since = [0.0] * n
         self.current: list[Segment | None] = [None] * n
         self.pending = [_ACT] * n
-        self.dma_done = [0.0] * n
         self.issue = np.zeros(n)
         self.dma_wait = np.zeros(n)
         self.sync_wait = np.zeros(n)
@@ -103,50 +103,74 @@ class DpuTimeline:
         self.perf_mode = COUNT_CYCLES
         self.perf_slots_base = 0.0
         self._ready: list[int] = []
+        self.virtual = 0.0  # slots each running tasklet has issued so far (processor sharing)
+        self._running = 0
+        self._seq = 0
+        self._run_heap: list[tuple[float, int, int]] = []  # (virtual finish, seq, tasklet)
+        self._dma_heap: list[tuple[float, int, int]] = []  # (completion time, seq, tasklet)
 
     # ---------------------------------------------------------------- public
     def run(self) -> DpuTiming:
         """Boot tasklet 0, run until every booted tasklet has stopped, return the timing."""
         self._resume(0, None)
+        period = self.config.revolver_period
         while True:
             self._drain_ready()
-            running = [t for t in range(MAX_TASKLETS) if self.state[t] == _RUN]
-            waiting = [t for t in range(MAX_TASKLETS) if self.state[t] == _DMA]
-            if not running and not waiting:
+            if not self._run_heap and not self._dma_heap:
                 blocked = [t for t in range(MAX_TASKLETS) if self.state[t] == _SYNC]
                 if blocked:
                     raise Deadlock(self._deadlock_message(blocked))
                 break
-            rate = 1.0 / max(self.config.revolver_period, len(running)) if running else 0.0
-            t_run = self.now + min(self.remaining[t] for t in running) / rate if running else math.inf
-            t_dma = min(self.dma_done[t] for t in waiting) if waiting else math.inf
-            t_next = min(t_run, t_dma)
-            self._advance(t_next - self.now, running, waiting, rate)
+            rate = 1.0 / max(period, self._running)
+            t_run = self.now + (self._run_heap[0][0] - self.virtual) / rate if self._run_heap else math.inf
+            t_dma = self._dma_heap[0][0] if self._dma_heap else math.inf
+            t_next = max(min(t_run, t_dma), self.now)
+            self.virtual += (t_next - self.now) * rate
             self.now = t_next
-            for t in running:
-                if self.remaining[t] <= 1e-9:
-                    self._to_ready(t)
-            for t in waiting:
-                if self.dma_done[t] <= self.now + 1e-9:
-                    self._to_ready(t)
+            while self._run_heap and self._run_heap[0][0] <= self.virtual + 1e-9:
+                t = heapq.heappop(self._run_heap)[2]
+                self._running -= 1
+                self._leave(t)
+                self._to_ready(t)
+            while self._dma_heap and self._dma_heap[0][0] <= self.now + 1e-9:
+                t = heapq.heappop(self._dma_heap)[2]
+                self._leave(t)
+                self._to_ready(t)
+        for t in range(MAX_TASKLETS):
+            if self.state[t] == _SYNC:
+                self._leave(t)
         cycles = math.ceil(self.now + self.config.pipeline_depth) if self.now else 0
         return DpuTiming(cycles, self.issue, self.dma_wait, self.sync_wait, self.slots, self.instructions,
                          self.dma_bytes[0], self.dma_bytes[1], self.dma_transfers)
 
     # ---------------------------------------------------------------- internals
-    def _advance(self, dt: float, running: list[int], waiting: list[int], rate: float) -> None:
-        for t in running:
-            self.remaining[t] -= dt * rate
-            self.issue[t] += dt
-        for t in waiting:
-            self.dma_wait[t] += dt
-        for t in range(MAX_TASKLETS):
-            if self.state[t] == _SYNC:
-                self.sync_wait[t] += dt
+    def _enter(self, t: int, state: int) -> None:
+        """Move tasklet t to `state` now, closing the time account of the state it leaves."""
+        self.state[t] = state
+        self.since[t] = self.now
+
+    def _leave(self, t: int) -> None:
+        elapsed = self.now - self.since[t]
+        state = self.state[t]
+        if state == _RUN:
+            self.issue[t] += elapsed
+        elif state == _DMA:
+            self.dma_wait[t] += elapsed
+        elif state == _SYNC:
+            self.sync_wait[t] += elapsed
+        self.since[t] = self.now
 
     def _to_ready(self, t: int) -> None:
         self.state[t] = _READY
         self._ready.append(t)
+
+    def _block(self, t: int) -> None:
+        self._enter(t, _SYNC)
+
+    def _wake(self, t: int, value: int | None) -> None:
+        """Resume a tasklet blocked on synchronisation."""
+        self._leave(t)
+        self._resume(t, value)
 
     def _segment_slots(self, seg: Segment) -> float:
         return seg.slots + float(seg.routine_counts @ self._cost_base + seg.routine_params @ self._cost_per)
@@ -158,22 +182,25 @@ class DpuTimeline:
         slots = self._segment_slots(seg)
         self.slots[t] += slots
         self.instructions[t] += seg.instructions
-        self.remaining[t] = slots
         # direct loads/stores to MRAM are small DMAs, charged after the segment's issue slots
         self.pending[t] = _MRAM if seg.mram_accesses else _ACT
         if slots <= 1e-9:
             self._to_ready(t)
         else:
-            self.state[t] = _RUN
+            self._enter(t, _RUN)
+            self._running += 1
+            self._seq += 1
+            heapq.heappush(self._run_heap, (self.virtual + slots, self._seq, t))
 
     def _dma(self, t: int, nbytes: int, alpha: float, direction: int) -> None:
         cfg = self.config
         start = max(self.now, self.engine_free)
         self.engine_free = start + cfg.dma_beta * nbytes + cfg.dma_engine_overhead
-        self.dma_done[t] = start + alpha + cfg.dma_beta * nbytes
+        self._enter(t, _DMA)
+        self._seq += 1
+        heapq.heappush(self._dma_heap, (start + alpha + cfg.dma_beta * nbytes, self._seq, t))
         self.dma_bytes[direction] += nbytes
         self.dma_transfers += 1
-        self.state[t] = _DMA
 
     def _drain_ready(self) -> None:
         while self._ready:
@@ -202,10 +229,11 @@ class DpuTimeline:
             arrived.append(t)
             if len(arrived) >= max(a1, 1):
                 del self.barriers[a0]
-                for waiter in arrived:
-                    self._resume(waiter, None)
+                for waiter in arrived[:-1]:
+                    self._wake(waiter, None)
+                self._resume(t, None)
             else:
-                self.state[t] = _SYNC
+                self._block(t)
         elif action == Action.ACQUIRE:
             busy = a0 in self.bits
             self.bits.add(a0)
@@ -218,33 +246,33 @@ class DpuTimeline:
             self.semaphores[a0] = count
             if count < 0:
                 self.sem_waiters.setdefault(a0, []).append(t)
-                self.state[t] = _SYNC
+                self._block(t)
             else:
                 self._resume(t, None)
         elif action == Action.SEM_GIVE:
             self.semaphores[a0] = self.semaphores.get(a0, a1) + 1
             waiters = self.sem_waiters.get(a0)
             if waiters:
-                self._resume(waiters.pop(0), None)
+                self._wake(waiters.pop(0), None)
             self._resume(t, None)
         elif action == Action.NOTIFY:
             waiter = self.waiting_for.pop(t, None)
             if waiter is None:
                 self.notifying.add(t)
-                self.state[t] = _SYNC
+                self._block(t)
             else:
-                self._resume(waiter, 0)
+                self._wake(waiter, 0)
                 self._resume(t, None)
         elif action == Action.WAIT_FOR:
             if a0 in self.waiting_for:
                 self._resume(t, EALREADY)
             elif a0 in self.notifying:
                 self.notifying.discard(a0)
-                self._resume(a0, None)
+                self._wake(a0, None)
                 self._resume(t, 0)
             else:
                 self.waiting_for[a0] = t
-                self.state[t] = _SYNC
+                self._block(t)
         elif action == Action.BOOT:
             if 0 <= a0 < MAX_TASKLETS and self.state[a0] == _IDLE:
                 self._resume(a0, None)
@@ -259,7 +287,7 @@ class DpuTimeline:
         elif action == Action.PERF_GET:
             self._resume(t, self._perf_value())
         elif action == Action.STOP:
-            self.state[t] = _DONE
+            self._enter(t, _DONE)
         else:
             raise ValueError(f"unknown trace action {action!r}")
 

@@ -1,0 +1,77 @@
+"""BS: binary search of many int64 queries in a sorted int64 array (PrIM), cnmtune's own version.
+
+Size = length of the sorted array (the calibration CSV's size_param). The array holds
+1..size, as in PrIM, and is copied whole to every DPU. There are size/8 queries (at least
+one), rounded up to a multiple of DPUs x tasklets as PrIM rounds its query count; query i is
+the value i, as in PrIM (so query 0, and any query above size, is absent). The queries are
+split in equal consecutive slices across DPUs, then across tasklets.
+
+Compile time: BL, log2 of the search block in bytes (default 8 = the 256-byte blocks PrIM
+always uses, since its Makefile never passes BL; 3..11 allowed).
+
+Host side: arguments {input_size, slice_per_dpu (uint64 each), kernel, reserved (uint32
+each)} pushed to DPU_INPUT_ARGUMENTS of every DPU; the array pushed in parallel (the same
+buffer for every DPU) to heap offset 0; each DPU's query slice at heap offset size*8; after
+the launch the host pulls each DPU's found indices (slice int64 at offset (size+slice)*8).
+
+Deliberate differences from PrIM:
+- every query's result is returned: the DPU writes each found index (or -1) to an MRAM output
+  array, gathered in WRAM and written 32 at a time; the host checks all of them exactly
+  (PrIM keeps one overwritten found value per tasklet and only compares the largest);
+- an absent query yields -1 and no DPU printf (PrIM prints "NOT found" for query 0);
+- the search ends as soon as the query is known to be absent (it falls between two elements
+  of a block), and only the part of a block inside the candidate range is scanned;
+- the kernel's index arithmetic is 32-bit (MRAM offsets fit in 26 bits); PrIM's is 64-bit.
+"""
+
+import numpy as np
+
+from cnmtune.dpu.memory_map import MRAM_SIZE
+from cnmtune.errors import KernelError
+from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
+from cnmtune.runtime.workload import Workload
+
+NOT_FOUND = -1
+
+
+class BinarySearch(Workload):
+    name = "bs"
+    defines = {"BL": 8}
+    define_choices = {"BL": tuple(range(3, 12))}
+    nr_tasklets = 16
+    sizes = {"small": 4096, "default": 131_072, "large": 2_097_152}
+
+    @property
+    def nr_queries(self) -> int:
+        """size/8 rounded up to a multiple of DPUs x tasklets (PrIM rounds its query count)."""
+        unit = self.nr_dpus * self.tasklets
+        wanted = max(1, self.size // 8)
+        return -(-wanted // unit) * unit
+
+    def inputs(self):
+        array = np.arange(1, self.size + 1, dtype=np.int64)
+        queries = np.arange(self.nr_queries, dtype=np.int64)
+        return {"array": array, "queries": queries}
+
+    def reference(self, inputs):
+        array, queries = inputs["array"], inputs["queries"]
+        pos = np.searchsorted(array, queries)
+        hit = pos < array.size
+        hit[hit] = array[pos[hit]] == queries[hit]
+        return {"found": np.where(hit, pos, NOT_FOUND).astype(np.int64)}
+
+    def execute(self, device, inputs):
+        array, queries = inputs["array"], inputs["queries"]
+        n = array.size
+        slice_per_dpu = queries.size // self.nr_dpus
+        if (n + 2 * slice_per_dpu) * 8 > MRAM_SIZE:
+            raise KernelError(f"{self.name}: the array and {slice_per_dpu} queries per DPU do not fit in MRAM")
+        args = np.zeros(3, dtype=np.uint64)
+        args[0], args[1] = n, slice_per_dpu  # word 2 = kernel 0, reserved 0
+        device.push_to("DPU_INPUT_ARGUMENTS", [args] * self.nr_dpus)
+        device.push_to(DPU_MRAM_HEAP_POINTER_NAME, [array] * self.nr_dpus)
+        device.push_to(DPU_MRAM_HEAP_POINTER_NAME, np.split(queries, self.nr_dpus), offset=n * 8)
+        device.launch()
+        chunks = device.push_from(DPU_MRAM_HEAP_POINTER_NAME, slice_per_dpu * 8,
+                                  offset=(n + slice_per_dpu) * 8)
+        return {"found": np.concatenate([np.frombuffer(c, np.int64) for c in chunks])}

@@ -1,0 +1,95 @@
+"""RED: sum of a vector (PrIM reduction), cnmtune's own implementation.
+
+Size = total vector length over all DPUs (the calibration CSV's size_param: int64 elements by
+default; PrIM's strong scaling, `-x 1`).
+
+Compile time:
+- the element type as a PrIM-style bare define: INT64 by default; INT32, UINT32, UINT64,
+  FLOAT, DOUBLE, CHAR (int8), SHORT (int16) take precedence over it when given;
+- BL, log2 of the MRAM->WRAM block in bytes (default 10; 3..11 keeps every DMA in 8..2048 B);
+- VERSION = SINGLE (default: barrier, then tasklet 0 adds the partial sums) or TREE
+  (log2 T pairwise rounds); SYNC = HAND (default: handshakes pair tasklet t with t + s) or
+  BARRIER (one barrier per round), which only matters for TREE. They are passed as
+  `-DVERSION=TREE`, `-DSYNC=BARRIER`; common.h turns the word into a number and rejects others;
+- PERF = 0 (default) or 1: every tasklet stores its cycle count in DPU_RESULTS[t].cycles.
+
+Host side as PrIM: the vector is split in equal chunks of ceil(N / DPUs) elements rounded up
+to 8 bytes (parallel pushes need equal sizes; the last DPU's valid size is smaller and its
+padding is zeros); each chunk goes to the MRAM heap at offset 0; arguments {size_bytes,
+kernel} (2 x uint32) go to DPU_INPUT_ARGUMENTS by a parallel push; after the launch the host
+pulls every DPU's DPU_RESULTS[NR_TASKLETS] (16 bytes each: the total in the low bytes of a
+64-bit slot, then 64-bit cycles) and adds the DPUs' totals (entry 0) in the element type.
+
+Deliberate differences from PrIM: none in the algorithm. Inputs are seeded numpy values
+(full-range integers; for FLOAT/DOUBLE, multiples of 1/4 in [-16, 16], so every partial sum is
+exact and the comparison with the reference is exact whatever the summation order). Every
+DPU_RESULTS entry t > 0 carries tasklet t's own partial sum (PrIM leaves it unused).
+"""
+
+import numpy as np
+
+from cnmtune.dpu.memory_map import MRAM_SIZE
+from cnmtune.errors import KernelError
+from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
+from cnmtune.runtime.workload import Workload
+
+TYPES = {"INT32": np.int32, "UINT32": np.uint32, "INT64": np.int64, "UINT64": np.uint64,
+         "FLOAT": np.float32, "DOUBLE": np.float64, "CHAR": np.int8, "SHORT": np.int16}
+# common.h's #if chain: the first of these defined wins, INT64 otherwise
+_PRIORITY = ("UINT32", "INT32", "UINT64", "FLOAT", "DOUBLE", "CHAR", "SHORT")
+RESULT_BYTES = 16  # sizeof(red_result_t)
+
+
+class Reduction(Workload):
+    name = "red"
+    defines = {"BL": 10, "INT64": None, "VERSION": "SINGLE", "SYNC": "HAND", "PERF": 0}
+    define_choices = {"BL": tuple(range(3, 12)), "VERSION": ("SINGLE", "TREE"),
+                      "SYNC": ("HAND", "BARRIER"), "PERF": (0, 1)}
+    nr_tasklets = 16
+    sizes = {"small": 4096, "default": 2_097_152, "large": 6_553_600}
+
+    @property
+    def dtype(self) -> np.dtype:
+        chosen = next((t for t in _PRIORITY if t in self.config), "INT64")
+        return np.dtype(TYPES[chosen])
+
+    def inputs(self):
+        rng = np.random.default_rng(self.seed)
+        if self.dtype.kind == "f":
+            a = (rng.integers(-64, 64, self.size, endpoint=True) / 4).astype(self.dtype)
+        else:
+            info = np.iinfo(self.dtype)
+            a = rng.integers(info.min, info.max, self.size, dtype=self.dtype, endpoint=True)
+        return {"A": a}
+
+    def reference(self, inputs):
+        a = inputs["A"]
+        if self.dtype.kind == "f":  # exact: see the module docstring
+            total = a.astype(np.float64).sum()
+        else:  # wrap-around sum, modulo 2^64, then truncated to the element type
+            total = a.astype(np.uint64).sum(dtype=np.uint64)
+        return {"total": np.array([total]).astype(self.dtype)}
+
+    def execute(self, device, inputs):
+        itemsize = self.dtype.itemsize
+        per_dpu = -(-self.size // self.nr_dpus)
+        per_dpu += -per_dpu % max(1, 8 // itemsize)  # chunk bytes a multiple of 8
+        transfer = per_dpu * itemsize
+        if transfer > MRAM_SIZE:
+            raise KernelError(f"{self.name}: {transfer} bytes per DPU do not fit in MRAM")
+        padded = np.zeros(per_dpu * self.nr_dpus, self.dtype)
+        padded[: self.size] = inputs["A"]
+        args = []
+        for dpu in range(self.nr_dpus):
+            valid = max(0, min(per_dpu, self.size - dpu * per_dpu)) * itemsize
+            valid += -valid % 8  # the last DPU streams whole 8-byte words (zero padding)
+            args.append(np.array([valid, 0], dtype=np.uint32))
+        device.push_to("DPU_INPUT_ARGUMENTS", args)
+        device.push_to(DPU_MRAM_HEAP_POINTER_NAME, np.split(padded, self.nr_dpus))
+        device.launch()
+        results = device.push_from("DPU_RESULTS", RESULT_BYTES * self.tasklets)
+        totals = np.array([np.frombuffer(raw, self.dtype, count=1)[0] for raw in results], self.dtype)
+        with np.errstate(over="ignore"):
+            total = totals.sum(dtype=self.dtype) if self.dtype.kind == "f" else \
+                totals.astype(np.uint64).sum(dtype=np.uint64)
+        return {"total": np.array([total]).astype(self.dtype)}

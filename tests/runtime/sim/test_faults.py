@@ -1,0 +1,119 @@
+"""Every fault class of the simulator ends in one error naming DPU, tasklet, pc, function and cause."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnmtune.errors import Deadlock, DmaError, SimFault, SimTimeout
+from cnmtune.runtime.sim.device import SimDevice
+from cnmtune.runtime.toolchain import Variant
+
+PRELUDE = """
+#include <alloc.h>
+#include <barrier.h>
+#include <defs.h>
+#include <mram.h>
+#include <stdint.h>
+"""
+
+
+@pytest.fixture
+def launch(toolchain, make_kernel):
+    """Compile a kernel body and launch it on one simulated DPU."""
+    def run(body: str, tasklets: int = 1, budget: int | None = None, pipeline: str = "O0"):
+        kernel = make_kernel(PRELUDE + body)
+        binary = toolchain.compile(Variant.of(kernel, pipeline, tasklets))
+        device = SimDevice(1, **({"budget": budget} if budget else {}))
+        device.load(binary.elf_path)
+        device.launch()
+        return device
+    return run
+
+
+def test_a_clean_kernel_runs(launch):
+    device = launch("__host uint32_t out; int main(void) { out = 7 + me(); return 0; }", tasklets=2)
+    assert device.copy_from(0, "out", 4) in (b"\x07\0\0\0", b"\x08\0\0\0")
+
+
+def test_dma_size_not_a_multiple_of_8(launch):
+    body = """
+    __dma_aligned uint64_t buf[4];
+    volatile uint32_t n = 12;
+    int main(void) { mram_read(DPU_MRAM_HEAP_POINTER, buf, n); return 0; }
+    """
+    with pytest.raises(DmaError, match=r"DPU 0, tasklet 0: mram_read: size 12 B \(must be a multiple of 8 in 8\.\.2048\) "
+                                       r"at pc 0x8[0-9a-f]{7} in mram_read called from main"):
+        launch(body)
+
+
+def test_dma_too_large(launch):
+    body = """
+    volatile uint32_t n = 4096;
+    int main(void) { void *buf = mem_alloc(4096); mram_write(buf, DPU_MRAM_HEAP_POINTER, n); return 0; }
+    """
+    with pytest.raises(DmaError, match=r"mram_write: size 4096 B"):
+        launch(body)
+
+
+def test_misaligned_dma(launch):
+    body = """
+    __dma_aligned uint64_t buf[4];
+    int main(void) { mram_read((__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER + 4, buf, 8); return 0; }
+    """
+    with pytest.raises(DmaError, match=r"misaligned address \(WRAM 0x[0-9a-f]+, MRAM 0x8000004"):
+        launch(body)
+
+
+def test_dma_outside_mram(launch):
+    body = """
+    __dma_aligned uint64_t buf[4];
+    int main(void) { mram_read((__mram_ptr void *)(0x08000000u + (64u << 20)), buf, 8); return 0; }
+    """
+    with pytest.raises(DmaError, match=r"MRAM range 0xc000000\+8 outside MRAM"):
+        launch(body)
+
+
+def test_load_outside_wram(launch):
+    body = "int main(void) { return *(volatile int *)0x20000; }"
+    with pytest.raises(SimFault, match=r"tasklet 0: memory access out of bounds at address 0x00020000 at pc 0x8[0-9a-f]+ in main"):
+        launch(body)
+
+
+def test_direct_mram_access_past_64_mib(launch):
+    body = "int main(void) { *(volatile int *)(0x08000000u + (64u << 20) + 16) = 1; return 0; }"
+    with pytest.raises(SimFault, match=r"memory access out of bounds at address 0x0c000010"):
+        launch(body)
+
+
+def test_stack_overflow_into_the_next_tasklets_stack(launch):
+    body = """
+    __host uint32_t out;
+    static uint32_t deep(uint32_t n) { volatile uint32_t pad[16]; pad[0] = n; return n ? deep(n - 1) + pad[0] : 0; }
+    int main(void) { if (me() == 1) out = deep(100); return 0; }
+    """
+    with pytest.raises(SimFault, match=r"tasklet 1: stack overflow: sp 0x[0-9a-f]+ left this tasklet's stack "
+                                       r"\[0x[0-9a-f]+, 0x[0-9a-f]+\] at pc 0x8[0-9a-f]+ in deep"):
+        launch(body, tasklets=2)
+
+
+def test_deadlock_on_a_barrier_nobody_completes(launch):
+    body = """
+    BARRIER_INIT(too_many, NR_TASKLETS + 1);
+    int main(void) { barrier_wait(&too_many); return 0; }
+    """
+    with pytest.raises(Deadlock, match=r"DPU 0: deadlock at cycle \d+: every live tasklet is blocked "
+                                       r"\(tasklet 0 in barrier, tasklet 1 in barrier\)"):
+        launch(body, tasklets=2)
+
+
+def test_instruction_budget_stops_an_infinite_loop(launch):
+    body = "volatile int spin = 1; int main(void) { while (spin) { } return 0; }"
+    with pytest.raises(SimTimeout, match=r"tasklet 0: instruction budget of 100,000 exhausted \(infinite loop\?\) "
+                                         r"at pc 0x8[0-9a-f]+ in main"):
+        launch(body, budget=100_000)
+
+
+def test_heap_exhaustion_is_a_program_fault(launch):
+    body = "int main(void) { for (;;) mem_alloc(4096); return 0; }"
+    with pytest.raises(SimFault, match=r"program fault HEAP_EXHAUSTED at pc 0x8[0-9a-f]+ in mem_alloc"):
+        launch(body)
