@@ -16,7 +16,8 @@ the launch the host pulls each DPU's found indices (slice int64 at offset (size+
 
 Deliberate differences from PrIM:
 - every query's result is returned: the DPU writes each found index (or -1) to an MRAM output
-  array, gathered in WRAM and written 32 at a time; the host checks all of them exactly
+  array, gathered in WRAM and written 32 at a time (256-byte writes, about one per 32
+  queries, which PrIM does not have); the host checks all of them exactly
   (PrIM keeps one overwritten found value per tasklet and only compares the largest);
 - an absent query yields -1 and no DPU printf (PrIM prints "NOT found" for query 0);
 - the search ends as soon as the query is known to be absent (it falls between two elements

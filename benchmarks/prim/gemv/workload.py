@@ -6,8 +6,8 @@ default is 8192 x 8192. Set it per instance, `GemvWorkload(size, dpus, tasklets,
 or change the class attribute `N_COLS`. A and x hold values in 0..49, as PrIM's rand() % 50.
 
 Compile time: BL, log2 of the MRAM->WRAM block in bytes (default 10; 3..11 keeps every DMA in
-8..2048 B; each tasklet allocates 2 x 2^BL bytes of WRAM, so BL = 11 needs 8 tasklets or
-fewer).
+8..2048 B). WRAM: each tasklet allocates 2 x 2^BL + 8 bytes next to its 1 KiB stack, so
+BL = 10 runs up to 21 tasklets and BL = 11 up to 12 (mem_alloc faults beyond, as on a DPU).
 
 Host side as PrIM: rows split as evenly as possible (the first m mod D DPUs get one more);
 each DPU's row count is padded to even (rows go in pairs on the DPU), and max_rows is the

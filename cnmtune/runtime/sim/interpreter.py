@@ -40,7 +40,7 @@ class EventKind(enum.IntEnum):
 
     ECALL = 1  # stopped AT an ecall (already charged); service it, then pcs[t] += 4
     BUDGET = 2  # slot budget (or instruction cap) used up; pc = next instruction
-    FAULT = 3  # the instruction at pc did not execute (see FaultKind)
+    FAULT = 3  # the instruction at pc did not execute and is not counted (see FaultKind)
     MRAM_GROW = 4  # MRAM access at address >= len(mram): grow mram and run again (not executed)
     EBREAK = 5  # stopped AT an ebreak (charged, like ECALL)
 
@@ -51,7 +51,7 @@ class FaultKind(enum.IntEnum):
     NONE = 0
     MEMORY_OUT_OF_BOUNDS = 1  # data address outside WRAM/MRAM (atomic region and IRAM loads too)
     MISALIGNED = 2  # load/store address not naturally aligned
-    STACK_OVERFLOW = 3  # sp left [stack_lo, stack_hi]; address = the new sp (write is applied)
+    STACK_OVERFLOW = 3  # sp left [stack_lo, stack_hi]; address = new sp (the write stays applied)
     ILLEGAL_INSTRUCTION = 4  # undecodable word; address = pc
     FETCH_OUT_OF_BOUNDS = 5  # pc outside the program; address = pc
     WRITE_TO_IRAM = 6  # store into the IRAM region
@@ -110,13 +110,9 @@ def _abs64(hi, lo):
 
 
 @njit(cache=True, nogil=True)
-def _abs32(x):
-    return (-x) & M32 if x & 0x80000000 else x
-
-
-@njit(cache=True, nogil=True)
 def routine_param(kind, a0, a1, a2, a3):
     """The dynamic parameter of a routine of RoutineKind ``kind`` called with a0..a3."""
+    a0, a1, a2, a3 = a0 & M32, a1 & M32, a2 & M32, a3 & M32
     if kind == 1 or kind == 4:
         if kind == 1:
             return _bits(min(a0, a1))
@@ -124,8 +120,9 @@ def routine_param(kind, a0, a1, a2, a3):
             return _bits64(a1, a0)
         return _bits64(a3, a2)
     if kind == 2 or kind == 3:
-        if kind == 3:
-            a0, a1 = _abs32(a0), _abs32(a1)
+        if kind == 3:  # |x| of a 32-bit two's complement value
+            a0 = (-a0) & M32 if a0 & 0x80000000 else a0
+            a1 = (-a1) & M32 if a1 & 0x80000000 else a1
         if a1 == 0:
             return 32
         return max(0, _bits(a0) - _bits(a1) + 1)  # clz(a1) - clz(a0) + 1
@@ -138,6 +135,14 @@ def routine_param(kind, a0, a1, a2, a3):
             return 64
         return max(0, _bits64(xh, xl) - _bits64(yh, yl) + 1)
     return 0
+
+
+@njit(cache=True, nogil=True)
+def _pc_of(idx, base):
+    """The pc of an instruction index (inverse of program.target_address's encodings)."""
+    if idx < MISALIGNED_TARGET_LIMIT:
+        return ((idx - MISALIGNED_TARGET_BASE) << 2) | 2
+    return (base + 4 * idx) & M32
 
 
 @njit(cache=True, nogil=True)
@@ -202,34 +207,36 @@ def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stac
     fault = 0
     memk = -1  # a failed data access: its _M_* classification
     faddr = np.int64(0)
-    off0 = np.int64(pcs[t]) - base
-    idx = off0 >> 2
-    if off0 & 3:
-        idx = MISALIGNED_TARGET_BASE + (np.int64(pcs[t]) >> 1)
-    while True:
+    idx = (np.int64(pcs[t]) - base) >> 2
+    if pcs[t] & 3:  # the pc itself cannot be fetched: fault before anything else
+        ev, fault, faddr = _FAULT, _F_FETCH_MIS, np.int64(pcs[t])
+    while ev == 0:
         if slots >= budget or count >= max_instructions:
             ev = _BUDGET
             break
         if idx < 0 or idx >= n:  # fell off the program or jumped outside it
             ev, fault = _FAULT, _F_FETCH
-            faddr = (base + 4 * idx) & M32
+            faddr = _pc_of(idx, base)
             if idx < MISALIGNED_TARGET_LIMIT:
-                fault, faddr = _F_FETCH_MIS, (idx - MISALIGNED_TARGET_BASE) * 2
+                fault = _F_FETCH_MIS
             break
-        if idx == ret_idx:  # back at the return address: routine left (_NEVER when outside)
-            cur = -1
-            ret_idx = _NEVER
-        rid = code[idx, C_ROUTINE]
-        if rid >= 0 and cur < 0:
-            cur = rid
-            ret = np.int64(r[1])
-            ret_idx = (ret - base) >> 2 if (ret & 3) == 0 else _NEVER
-            in_routine[t, 1] = ret
-            routine_acc[t, rid, 0] += 1
-            routine_acc[t, rid, 1] += routine_param(routine_kind[rid], np.int64(r[10]),
-                                                    np.int64(r[11]), np.int64(r[12]),
-                                                    np.int64(r[13]))
-        slots += code[idx, C_CHARGE]
+        c = code[idx, C_CHARGE]  # charge | 2 if a routine entry: one test for the common case
+        if c > 1 or idx == ret_idx:
+            if idx == ret_idx:  # back at the return address: routine left (_NEVER when outside)
+                cur = -1
+                ret_idx = _NEVER
+            c &= 1
+            rid = code[idx, C_ROUTINE]
+            if rid >= 0 and cur < 0:
+                cur = rid
+                ret = np.int64(r[1])
+                ret_idx = (ret - base) >> 2 if (ret & 3) == 0 else _NEVER
+                in_routine[t, 1] = ret
+                routine_acc[t, rid, 0] += 1
+                routine_acc[t, rid, 1] += routine_param(routine_kind[rid], np.int64(r[10]),
+                                                        np.int64(r[11]), np.int64(r[12]),
+                                                        np.int64(r[13]))
+        slots += c
         count += 1
         op = code[idx, C_OP]
         rd = code[idx, C_RD]
@@ -297,7 +304,7 @@ def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stac
             v = (base + 4 * nxt) & M32
             nxt = (dest - base) >> 2
             if dest & 3:
-                nxt = MISALIGNED_TARGET_BASE + (dest >> 1)
+                nxt = MISALIGNED_TARGET_BASE + (dest >> 2)
             if rd == 0:
                 idx = nxt
                 continue
@@ -370,12 +377,12 @@ def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stac
         fault = _F_MISALIGNED if memk == _M_MISALIGNED else (_F_OOB if memk == _M_OOB else _F_IRAM)
         ev = _FAULT
     if ev == _GROW or (ev == _FAULT and fault != _F_FETCH and fault != _F_FETCH_MIS):
-        slots -= code[idx, C_CHARGE]
+        slots -= code[idx, C_CHARGE] & 1
         count -= 1
     if ev == _FAULT and (fault == _F_FETCH or fault == _F_FETCH_MIS):
         pc = faddr
     else:
-        pc = (base + 4 * idx) & M32
+        pc = _pc_of(idx, base)
     pcs[t] = pc
     in_routine[t, 0] = cur
     mram_accesses[t] += macc
@@ -441,7 +448,11 @@ def _round8(n: int) -> int:
 
 
 class Interpreter:
-    """Runs tasklets of one predecoded program on a DpuState."""
+    """Runs tasklets of one predecoded program on a DpuState.
+
+    Not thread-safe (it reuses one output buffer): use one Interpreter per thread; they can
+    share the program. run_tasklet itself releases the GIL.
+    """
 
     def __init__(self, program: DecodedProgram):
         self.program = program

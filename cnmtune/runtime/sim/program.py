@@ -7,7 +7,8 @@ instruction bits again. Two rewrites make the hot loop cheaper and are exact:
   address, which is fixed once the text address is known.
 * Branch and ``jal`` targets are stored as instruction *indices* (``target``), so the
   interpreter keeps an index instead of a pc. A target that is not 4-aligned (possible with a
-  2-aligned branch offset and no C extension) is encoded as ``MISALIGNED_TARGET_BASE + addr//2``.
+  2-aligned branch offset and no C extension; always 2 mod 4) is encoded as
+  ``MISALIGNED_TARGET_BASE + addr // 4``; ``target_address`` inverts both encodings.
 * Register writes to x0 vanish: ALU ops with rd = x0 become ``NOP`` and ``jal x0`` becomes
   ``J``. Loads to x0 keep their op (the access can still fault) and the interpreter drops the
   value. ``jalr`` keeps rd and the interpreter skips the link write when rd = x0.
@@ -22,7 +23,7 @@ import numpy as np
 
 MASK32 = 0xFFFFFFFF
 # Branch targets that are 2 mod 4 (a fetch-misaligned fault when taken). Real indices lie in
-# (-2**29, 2**29], so anything below -2**30 is unambiguous.
+# [-2**29, 2**29), and the encoded ones in [-2**31, -2**30): unambiguous, and they fit int32.
 MISALIGNED_TARGET_BASE = -(2 ** 31)
 MISALIGNED_TARGET_LIMIT = -(2 ** 30)
 
@@ -74,6 +75,7 @@ class Op(enum.IntEnum):
 
 
 # Columns of DecodedProgram.code, the packed int32 table the interpreter reads (one row per word).
+# C_CHARGE holds charge | 2 on routine entries, so the hot loop tests one loaded value.
 C_OP, C_RD, C_RS1, C_RS2, C_IMM, C_TARGET, C_CHARGE, C_ROUTINE = range(8)
 CODE_COLUMNS = 8
 
@@ -85,6 +87,13 @@ _SHIFT_IMM = {(1, 0x00): Op.SLLI, (5, 0x00): Op.SRLI, (5, 0x20): Op.SRAI}
 _OP_REG = {(0, 0x00): Op.ADD, (0, 0x20): Op.SUB, (1, 0x00): Op.SLL, (2, 0x00): Op.SLT,
            (3, 0x00): Op.SLTU, (4, 0x00): Op.XOR, (5, 0x00): Op.SRL, (5, 0x20): Op.SRA,
            (6, 0x00): Op.OR, (7, 0x00): Op.AND}
+
+
+def target_address(index: int, text_address: int) -> int:
+    """The pc an instruction index (as stored in ``target``) stands for."""
+    if index < MISALIGNED_TARGET_LIMIT:
+        return ((index - MISALIGNED_TARGET_BASE) << 2) | 2
+    return (text_address + 4 * index) & MASK32
 
 
 def _sext(value: int, bits: int) -> int:
@@ -111,7 +120,7 @@ class DecodedProgram:
     charge: np.ndarray  # int8[n]: issue slots an execution of the word costs (0 or 1)
     routine: np.ndarray  # int16[n]: -1, or the table-charged routine whose entry this word is
     routine_kind: np.ndarray  # int8[R]: RoutineKind of each routine id (interpreter.py)
-    code: np.ndarray = field(repr=False)  # int32[n, CODE_COLUMNS], the columns above packed
+    code: np.ndarray = field(repr=False)  # int32[n, CODE_COLUMNS]: the columns above, packed (C_*)
 
     @property
     def n(self) -> int:
@@ -141,7 +150,7 @@ def _decode_word(word: int, pc: int, index: int) -> tuple[int, int, int, int, in
     def jump_target(offset: int) -> int:
         dest = (pc + offset) & MASK32
         if dest & 3:
-            return MISALIGNED_TARGET_BASE + (dest >> 1)
+            return MISALIGNED_TARGET_BASE + (dest >> 2)
         return index + (offset >> 2)  # offset is a multiple of 4: the index delta is exact
 
     if opcode in (0x37, 0x17):  # lui, auipc
@@ -209,7 +218,7 @@ def decode_program(text: bytes, text_address: int, charge=None, routine=None,
         raise ValueError("routine ids must be -1 or index routine_kind")
     code = np.zeros((n, CODE_COLUMNS), np.int32)
     code[:, C_OP:C_TARGET + 1] = fields
-    code[:, C_CHARGE] = charge_arr
+    code[:, C_CHARGE] = charge_arr | np.where(routine_arr >= 0, 2, 0).astype(np.int8)
     code[:, C_ROUTINE] = routine_arr
     for arr in (words, charge_arr, routine_arr, kind_arr, code):
         arr.setflags(write=False)

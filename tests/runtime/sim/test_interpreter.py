@@ -100,7 +100,7 @@ def test_register_alu_ops(op, a, b, want):
 @pytest.mark.parametrize("op,a,imm,want", ALU_IMM_CASES)
 def test_immediate_alu_ops(op, a, imm, want):
     event, state = run(f"li a0, {a}\n{op} a2, a0, {imm}\necall")
-    assert state.regs[0, 12] == want & M32
+    assert event.kind == EventKind.ECALL and state.regs[0, 12] == want & M32
 
 
 def test_loads_extend_and_stores_truncate():

@@ -10,7 +10,7 @@
  * ends the search; a first element larger than the query sends it left; a block that holds
  * only smaller elements sends it right; otherwise the query falls between two elements of
  * the block and is absent. A candidate range of one block or less is read and scanned once.
- * The found indices are gathered in a WRAM block and written back 32 at a time. */
+ * The found indices are gathered in WRAM and written back FOUND_BATCH (32) at a time. */
 #include <alloc.h>
 #include <barrier.h>
 #include <defs.h>
@@ -24,6 +24,7 @@ __host bs_arguments_t DPU_INPUT_ARGUMENTS;
 BARRIER_INIT(start_barrier, NR_TASKLETS);
 
 #define ELEMS_PER_BLOCK (BLOCK_BYTES / sizeof(elem_t))
+#define FOUND_BATCH 32 /* found indices per MRAM write (256 bytes) */
 
 /* Linear scan of count sorted elements: returns the position of the first element >= query,
  * or count when all are smaller; *hit tells whether that element equals the query. */
@@ -79,7 +80,7 @@ static int binary_search(void) {
 
     elem_t *block = (elem_t *)mem_alloc(BLOCK_BYTES);
     elem_t *query = (elem_t *)mem_alloc(sizeof(elem_t));
-    int64_t *found = (int64_t *)mem_alloc(BLOCK_BYTES);
+    int64_t *found = (int64_t *)mem_alloc(FOUND_BATCH * sizeof(int64_t));
 
     const uint32_t per_tasklet = slice / NR_TASKLETS; /* the host makes it exact */
     const uint32_t first = tasklet * per_tasklet;
@@ -87,7 +88,7 @@ static int binary_search(void) {
     for (uint32_t q = first; q < first + per_tasklet; q++) {
         mram_read((__mram_ptr void const *)(mram_queries + (q << 3)), query, sizeof(elem_t));
         found[pending++] = search(mram_array, array_bytes, *query, block);
-        if (pending == ELEMS_PER_BLOCK || q + 1 == first + per_tasklet) {
+        if (pending == FOUND_BATCH || q + 1 == first + per_tasklet) {
             const uint32_t done = q + 1 - pending;
             mram_write(found, (__mram_ptr void *)(mram_found + (done << 3)), pending << 3);
             pending = 0;
