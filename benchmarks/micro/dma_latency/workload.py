@@ -8,7 +8,8 @@ measure the latency under load (they share the DMA engine).
 Host side: size = number of transfers per DPU; transfer k covers MRAM heap bytes
 [k * TRANSFER, (k + 1) * TRANSFER). READ: the host pushes seeded random words and checks each
 tasklet's XOR checksum of the words it sampled (first, last and a rotating word of every
-copy). WRITE: the host pulls the whole buffer and checks the pattern every transfer wrote. In
+copy). WRITE: the host fills every tasklet's row of the WRAM array PATTERN with word i = seed ^ i,
+pulls the whole MRAM buffer after the launch and checks what every transfer wrote. In
 both modes each tasklet must report the number of transfers it owns.
 
 The DPU prints one `dma: tasklet=t cycles=c overhead=o calibration=n transfers=m` line per
@@ -109,14 +110,19 @@ class DmaLatency(Workload):
     def execute(self, device, inputs):
         if self.buffer_bytes > 60 * 1024 * 1024:
             raise KernelError(f"dma_latency: {self.size} transfers of {self.transfer} B do not fit in MRAM")
+        words = self.transfer // 8
         args = []
         for seed in inputs["seeds"]:
-            arg = np.zeros(2, np.uint64)
-            arg[0] = np.uint64(self.size)  # transfers (low word), reserved (high word)
-            arg[1] = seed
+            arg = np.zeros(4, np.uint32)
+            arg[:2] = (self.size, words)
+            arg[2:] = np.array([seed], np.uint64).view(np.uint32)
             args.append(arg)
         device.push_to("DPU_INPUT_ARGUMENTS", args)
-        if not self.write:
+        if self.write:
+            patterns = [np.tile(np.uint64(seed) ^ np.arange(words, dtype=np.uint64), self.tasklets)
+                        for seed in inputs["seeds"]]
+            device.push_to("PATTERN", patterns)
+        else:
             device.push_to(DPU_MRAM_HEAP_POINTER_NAME, list(inputs["data"]))
         device.launch()
         results = device.push_from("DPU_RESULTS", RESULT_BYTES * self.tasklets)

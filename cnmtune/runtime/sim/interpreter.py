@@ -71,9 +71,6 @@ class RoutineKind(enum.IntEnum):
     MUL64 = 4  # x = a1:a0, y = a3:a2 (hi:lo); param = bits(min(x, y)) on 64 bits
     UDIV64 = 5  # x / y as above: 64 if y == 0 else max(0, clz64(y) - clz64(x) + 1)
     SDIV64 = 6  # UDIV64's rule on |x|, |y|
-    # Alias for callers that use one kind for every 64-bit divide: the signed rule is exact for
-    # signed routines and for unsigned operands below 2**63. Prefer UDIV64 / SDIV64.
-    WIDE64 = 6
 
 
 # Plain ints for the jitted code (numba freezes module globals as constants).

@@ -173,6 +173,8 @@ class DpuTimeline:
         self._resume(t, value)
 
     def _segment_slots(self, seg: Segment) -> float:
+        if not len(seg.routine_counts):  # already priced (replay) or no table-charged routines
+            return seg.slots
         return seg.slots + float(seg.routine_counts @ self._cost_base + seg.routine_params @ self._cost_per)
 
     def _resume(self, t: int, value: int | None) -> None:
@@ -308,15 +310,28 @@ class DpuTimeline:
 
 
 class TraceReplay:
-    """A SegmentSource that replays a recorded Trace (re-timing without re-execution)."""
+    """A SegmentSource that replays a recorded Trace (re-timing without re-execution).
 
-    def __init__(self, trace: Trace):
-        self._queues = {t: iter(trace.segments_of(t)) for t in set(int(x) for x in trace.tasklet)}
+    Routine costs are priced for the whole trace at once (one matrix product), so each
+    replayed segment carries its final slot count.
+    """
+
+    def __init__(self, trace: Trace, config: DpuConfig):
+        base, per = routine_cost_vectors(config, trace.routines)
+        slots = trace.slots + trace.routine_counts @ base + trace.routine_params @ per
+        empty = np.zeros(0)
+        self._queues: dict[int, list[Segment]] = {}
+        for i, t in enumerate(trace.tasklet.tolist()):
+            self._queues.setdefault(t, []).append(Segment(
+                t, float(slots[i]), int(trace.instructions[i]), empty, empty, int(trace.mram_accesses[i]),
+                Action(int(trace.action[i])), int(trace.arg0[i]), int(trace.arg1[i])))
+        for queue in self._queues.values():
+            queue.reverse()
 
     def step(self, tasklet: int, now: float, value: int | None) -> Segment:
-        return next(self._queues[tasklet])
+        return self._queues[tasklet].pop()
 
 
 def retime(trace: Trace, config: DpuConfig, dpu: int = 0) -> DpuTiming:
     """Time a recorded trace under `config`."""
-    return DpuTimeline(config, trace.routines, TraceReplay(trace), dpu).run()
+    return DpuTimeline(config, trace.routines, TraceReplay(trace, config), dpu).run()

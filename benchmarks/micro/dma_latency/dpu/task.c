@@ -10,8 +10,11 @@
  * (the first, the last and a rotating one) into an XOR checksum that the host recomputes, so
  * every read must really deliver its bytes, while the work per transfer stays constant and the
  * whole-run cycles keep the DMA's size dependence.
- * WRITE: the WRAM buffer holds word i = seed ^ i; before transfer k the tasklet sets word 0 to
- * seed + k and then the last word to ~(seed + k); the host checks every byte of MRAM. */
+ * WRITE: the source is the tasklet's row of the __host array PATTERN, which the host fills;
+ * before transfer k the tasklet sets word 0 to seed + k and then the last word to ~(seed + k);
+ * the host checks every byte of MRAM.
+ * The word count comes from DPU_INPUT_ARGUMENTS, not from TRANSFER, so the compiler emits the
+ * same per-transfer code for every size (only the DMA size differs). */
 #include <alloc.h>
 #include <barrier.h>
 #include <defs.h>
@@ -24,6 +27,9 @@
 
 __host dma_arguments_t DPU_INPUT_ARGUMENTS;
 __host dma_result_t DPU_RESULTS[NR_TASKLETS];
+#ifdef WRITE
+__host uint64_t PATTERN[NR_TASKLETS][TRANSFER_WORDS];
+#endif
 
 BARRIER_INIT(sync_barrier, NR_TASKLETS);
 
@@ -35,8 +41,8 @@ int main(void) {
     }
     barrier_wait(&sync_barrier);
 
-    uint64_t *buffer = (uint64_t *)mem_alloc(TRANSFER);
     const uint32_t transfers = DPU_INPUT_ARGUMENTS.transfers;
+    const uint32_t last = DPU_INPUT_ARGUMENTS.words - 1;
     const uint32_t heap = (uint32_t)DPU_MRAM_HEAP_POINTER;
 
     perfcounter_t overhead = 0;
@@ -46,10 +52,10 @@ int main(void) {
     }
 
 #ifdef WRITE
+    uint64_t *buffer = PATTERN[tasklet];
     const uint64_t seed = DPU_INPUT_ARGUMENTS.seed;
-    for (uint32_t i = 0; i < TRANSFER_WORDS; i++)
-        buffer[i] = seed ^ i;
 #else
+    uint64_t *buffer = (uint64_t *)mem_alloc(TRANSFER);
     uint64_t checksum = 0;
     uint32_t rotating = 0;
 #endif
@@ -61,7 +67,7 @@ int main(void) {
 #ifdef WRITE
         const uint64_t value = seed + k;
         buffer[0] = value;
-        buffer[TRANSFER_WORDS - 1] = ~value;
+        buffer[last] = ~value;
         const perfcounter_t start = perfcounter_get();
         mram_write(buffer, (__mram_ptr void *)address, TRANSFER);
         cycles += perfcounter_get() - start;
@@ -69,8 +75,8 @@ int main(void) {
         const perfcounter_t start = perfcounter_get();
         mram_read((__mram_ptr void const *)address, buffer, TRANSFER);
         cycles += perfcounter_get() - start;
-        checksum ^= buffer[0] ^ buffer[TRANSFER_WORDS - 1] ^ buffer[rotating];
-        rotating = rotating + 1 == TRANSFER_WORDS ? 0 : rotating + 1;
+        checksum ^= buffer[0] ^ buffer[last] ^ buffer[rotating];
+        rotating = rotating == last ? 0 : rotating + 1;
 #endif
         done++;
     }

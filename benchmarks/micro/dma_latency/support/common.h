@@ -27,8 +27,8 @@
  * MRAM heap bytes [k * TRANSFER, (k + 1) * TRANSFER); tasklet t does k = t, t + NR_TASKLETS, ... */
 typedef struct {
     uint32_t transfers;
-    uint32_t reserved;
-    uint64_t seed; /* WRITE: the pattern written (see task.c) */
+    uint32_t words; /* TRANSFER / 8, at run time so the per-transfer code is the same for every size */
+    uint64_t seed;  /* WRITE: the per-transfer values written (see task.c) */
 } dma_arguments_t;
 
 /* One per tasklet, read by the host after the launch (40 bytes). */
