@@ -74,8 +74,9 @@ class Stream(Workload):
     def execute(self, device, inputs):
         per_dpu = -(-self.size // self.nr_dpus)
         transfer = per_dpu * 8
-        padded = {k: np.zeros(per_dpu * self.nr_dpus, np.uint64) for k in ("A", "B")}
-        for key in padded:
+        padded = {}
+        for key in ("A", "B"):
+            padded[key] = np.zeros(per_dpu * self.nr_dpus, np.uint64)
             padded[key][: self.size] = inputs[key]
         args, valid = [], []
         for dpu in range(self.nr_dpus):

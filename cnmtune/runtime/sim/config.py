@@ -7,8 +7,11 @@ no 32-bit multiply or divide and no FPU, so __mulsi3 runs one mul_step per signi
 the smaller operand and the divisions one div_step per quotient bit (UPMEM SDK mul32.c,
 div32.c); the 64-bit and floating-point costs are the instructions per element implied by
 PrIM's arithmetic-throughput figure (UNCONFIRMED values, so they are calibration starting
-points, not facts). The fitted values live in calibrated.py, produced by
-benchmarks/calibrate_sim.py.
+points, not facts).
+
+`DpuConfig()` holds these literature starting values; `DpuConfig.calibrated()` applies the
+constants fitted on real UPMEM times (calibrated.py, written by benchmarks/calibrate_sim.py)
+and is what the simulator uses unless told otherwise.
 """
 
 from __future__ import annotations
@@ -124,6 +127,18 @@ class DpuConfig:
             cache = {cost.name: cost for cost in self.routine_costs}
             object.__setattr__(self, "_routine_index", cache)
         return cache
+
+    @classmethod
+    def calibrated(cls) -> "DpuConfig":
+        """The literature values with the constants fitted by benchmarks/calibrate_sim.py applied."""
+        from cnmtune.runtime.sim import calibrated
+
+        costs = tuple(
+            replace(c, base=calibrated.ROUTINES[c.name][0], per_param=calibrated.ROUTINES[c.name][1])
+            if c.name in calibrated.ROUTINES else c
+            for c in DEFAULT_ROUTINE_COSTS
+        )
+        return cls(**calibrated.FIELDS, routine_costs=costs)
 
     def with_(self, **changes) -> "DpuConfig":
         """A copy with some constants changed (sweeps, calibration)."""

@@ -63,7 +63,7 @@ class SimDevice(Device):
 
     def __init__(self, nr_dpus: int, config: DpuConfig | None = None, budget: int = DEFAULT_BUDGET):
         super().__init__(nr_dpus)
-        self.config = config or DpuConfig()
+        self.config = config or DpuConfig.calibrated()
         self.budget = budget
         self.image: ProgramImage | None = None
         self.dpus = [SimulatedDpu(d) for d in range(nr_dpus)]
