@@ -23,10 +23,13 @@ most UNCONFIRMED) are printed beside the simulated ones.
 Outputs (generated, not committed): <out>/micro_sim.json, <out>/micro_arith.png,
 <out>/micro_dma.png, <out>/micro_stream.png. Exit status 1 when a check fails.
 
-Importable: `collect(config)` runs everything and returns the JSON-ready results with their
-checks; `run_arith`, `run_dma`, `run_stream`, `fit_line`, `dma_fits`, `check_shapes`,
-`plot_arith`, `plot_dma`, `plot_stream`, `plot_all`, `print_report` and `write_json` are the
-pieces.
+The simulator's default config is DpuConfig.calibrated(); every entry point takes `config`
+to time another one.
+
+Importable: `run_all(console, config)` = collect + report + plots, returning the results;
+`collect(config)` runs everything and returns the JSON-ready results with their checks;
+`run_arith`, `run_dma`, `run_stream`, `fit_line`, `dma_fits`, `check_shapes`, `plot_arith`,
+`plot_dma`, `plot_stream`, `plot_all`, `print_report` and `write_json` are the pieces.
 """
 
 from __future__ import annotations
@@ -98,7 +101,8 @@ def _workload_module(kernel: Kernel):
 
 
 def _config(config: DpuConfig | None) -> DpuConfig:
-    return config if config is not None else DpuConfig()
+    """The given config, else the simulator's default (the calibrated constants)."""
+    return config if config is not None else DpuConfig.calibrated()
 
 
 # --------------------------------------------------------------------------------------- runs
@@ -323,14 +327,22 @@ def check_shapes(results: dict) -> list[dict]:
             ratio = bw[(op, 16)] / bw[(op, SATURATION)]
             checks.append(_check(f"STREAM {op} saturates at 11 tasklets", abs(ratio - 1) <= 0.05,
                                  f"BW(16)/BW(11) = {ratio:.3f}", "within 5 % of 1"))
-    drops = []
+    # Up to 11 tasklets every tasklet issues at 1/11 whatever the others do, so more tasklets
+    # never take longer. Beyond 11 they share the pipeline and a partial last round of blocks
+    # (block quantization) can cost a few %, so only a collapse is a failure there.
+    drops, dips = [], []
     for op in ops:
         series = sorted((t, v) for (o, t), v in bw.items() if o == op)
-        drops += [(op, t1, v1 / v0) for (_, v0), (t1, v1) in itertools.pairwise(series)]
+        drops += [(op, t1, v1 / v0) for (_, v0), (t1, v1) in itertools.pairwise(series) if t1 <= SATURATION]
+        dips += [(op, t, v / max(w for u, w in series if u < t)) for t, v in series[1:] if t > SATURATION]
     if drops:
         worst = min(drops, key=lambda x: x[2])
-        checks.append(_check("STREAM bandwidth non-decreasing in tasklets", worst[2] >= 0.97,
-                             f"worst {worst[0]} at T={worst[1]}: BW(T)/BW(T-1) = {worst[2]:.3f}", ">= 0.97"))
+        checks.append(_check("STREAM bandwidth non-decreasing up to 11 tasklets", worst[2] >= 0.98,
+                             f"worst {worst[0]} at T={worst[1]}: BW(T)/BW(T-1) = {worst[2]:.3f}", ">= 0.98"))
+    if dips:
+        worst = min(dips, key=lambda x: x[2])
+        checks.append(_check("STREAM bandwidth holds beyond 11 tasklets", worst[2] >= 0.9,
+                             f"worst {worst[0]} at T={worst[1]}: BW(T)/max BW(<T) = {worst[2]:.3f}", ">= 0.9"))
     return checks
 
 
@@ -386,7 +398,7 @@ def print_report(results: dict, console: Console | None = None) -> None:
     """Rich tables of every result, the PrIM references and the checks."""
     console = console or Console()
     meta = results.get("meta", {})
-    f_mhz = meta.get("frequency_hz", DpuConfig().frequency_hz) / 1e6
+    f_mhz = meta.get("frequency_hz", _config(None).frequency_hz) / 1e6
     arith = results.get("arith") or []
     if arith:
         tasklets = sorted({r["tasklets"] for r in arith})
@@ -583,6 +595,23 @@ def plot_all(results: dict, outdir: Path, prefix: str = "micro_") -> list[Path]:
 
 
 # ---------------------------------------------------------------------------------------- main
+def run_all(console: Console | None = None, config: DpuConfig | None = None, quick: bool = False,
+            outdir: Path | None = RESULTS, plots: bool = True, json_name: str | None = None) -> dict:
+    """Collect, print the report and (unless `plots` is False or `outdir` None) write the PNGs.
+
+    Returns the JSON-ready results; their "plots" entry lists the PNGs written. `json_name`
+    (e.g. "micro_sim.json") also writes the results into `outdir`.
+    """
+    console = console or Console()
+    with console.status("micro benchmarks: compiling and simulating") as status:
+        results = collect(config, quick=quick, progress=lambda text: status.update(f"simulating {text}"))
+    print_report(results, console)
+    results["plots"] = [str(p) for p in plot_all(results, outdir)] if plots and outdir is not None else []
+    if json_name and outdir is not None:
+        write_json(results, outdir / json_name)
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory for micro_sim.json and the PNGs")
@@ -591,13 +620,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     console = Console()
-    with console.status("compiling and simulating") as status:
-        results = collect(quick=args.quick, progress=lambda text: status.update(f"simulating {text}"))
-    print_report(results, console)
-    written = [write_json(results, args.out / "micro_sim.json")]
-    if not args.no_plots:
-        written += plot_all(results, args.out)
-    for path in written:
+    results = run_all(console, quick=args.quick, outdir=args.out, plots=not args.no_plots, json_name="micro_sim.json")
+    for path in [args.out / "micro_sim.json", *results["plots"]]:
         console.print(f"wrote {path}")
     failed = [c["name"] for c in results["checks"] if not c["passed"]]
     if failed:

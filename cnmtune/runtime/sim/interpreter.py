@@ -4,7 +4,8 @@ The architectural state lives in caller-owned numpy arrays (``DpuState``); ``run
 the njit entry point (callable from other njit code, e.g. a jitted scheduler, with no Python
 dispatch per event) and ``Interpreter.run`` is its thin Python wrapper.
 
-Accounting per executed instruction: ``slots += charge[i]`` and ``instructions += 1``. The
+Accounting per executed instruction: ``slots += charge[i]`` (nothing while the tasklet is inside
+a table-charged routine: helpers it calls are part of its price) and ``instructions += 1``. The
 budget is in issue **slots** (plus an optional raw-instruction cap, for safety against loops in
 zero-charge code). Direct loads/stores to MRAM are counted per tasklet in
 ``mram_accesses`` (one per load/store *instruction*, whatever its width).
@@ -194,6 +195,7 @@ def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stac
     s_lo, s_hi = np.int64(stack_lo[t]), np.int64(stack_hi[t])
     cur = in_routine[t, 0]
     ret_idx = _NEVER
+    live = np.int64(1 if cur < 0 else 0)  # 0 inside a priced routine: its helpers are in its price
     if cur >= 0:
         ret = in_routine[t, 1]
         ret_idx = (ret - base) >> 2 if (ret & 3) == 0 else _NEVER
@@ -222,10 +224,12 @@ def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stac
             if idx == ret_idx:  # back at the return address: routine left (_NEVER when outside)
                 cur = -1
                 ret_idx = _NEVER
+                live = np.int64(1)
             c &= 1
             rid = code[idx, C_ROUTINE]
             if rid >= 0 and cur < 0:
                 cur = rid
+                live = np.int64(0)
                 ret = np.int64(r[1])
                 ret_idx = (ret - base) >> 2 if (ret & 3) == 0 else _NEVER
                 in_routine[t, 1] = ret
@@ -233,7 +237,7 @@ def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stac
                 routine_acc[t, rid, 1] += routine_param(routine_kind[rid], np.int64(r[10]),
                                                         np.int64(r[11]), np.int64(r[12]),
                                                         np.int64(r[13]))
-        slots += c
+        slots += c & live
         count += 1
         op = code[idx, C_OP]
         rd = code[idx, C_RD]
@@ -374,7 +378,7 @@ def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stac
         fault = _F_MISALIGNED if memk == _M_MISALIGNED else (_F_OOB if memk == _M_OOB else _F_IRAM)
         ev = _FAULT
     if ev == _GROW or (ev == _FAULT and fault != _F_FETCH and fault != _F_FETCH_MIS):
-        slots -= code[idx, C_CHARGE] & 1
+        slots -= code[idx, C_CHARGE] & live
         count -= 1
     if ev == _FAULT and (fault == _F_FETCH or fault == _F_FETCH_MIS):
         pc = faddr

@@ -74,4 +74,4 @@ def _render(spec: str, conv: str, value: int, length: bytes | None, wram: np.nda
     if conv == "p":
         return f"0x{value:x}"
     number = struct.unpack("<d", value.to_bytes(8, "little"))[0]
-    return (spec + ("f" if conv == "F" else conv if conv in "eEgG" else "e")) % number
+    return (spec + (conv if conv in "fFeEgG" else "e")) % number  # %a: shown as %e

@@ -26,6 +26,7 @@ from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.trace import Action, Segment, Trace
 
 EALREADY = 114  # errno.h / cnm_ecall.h CNM_ERR_EALREADY
+SPIN_SLOTS = 2  # issue slots of one failed lock attempt (acquire + branch)
 PERF_GRANULARITY = 16  # the runtime returns the hardware counter << 4 (FACTS.md section 2)
 COUNT_CYCLES, COUNT_INSTRUCTIONS = 1, 2
 
@@ -84,6 +85,7 @@ class DpuTimeline:
         self.since = [0.0] * n
         self.current: list[Segment | None] = [None] * n
         self.pending = [_ACT] * n
+        self.resume_value: list[int | None] = [None] * n
         self.issue = np.zeros(n)
         self.dma_wait = np.zeros(n)
         self.sync_wait = np.zeros(n)
@@ -204,6 +206,14 @@ class DpuTimeline:
         self.dma_bytes[direction] += nbytes
         self.dma_transfers += 1
 
+    def _delay(self, t: int, cycles: float, value: int | None) -> None:
+        """Resume tasklet t with `value` after `cycles` (accounted as synchronisation wait)."""
+        self._enter(t, _SYNC)
+        self._seq += 1
+        heapq.heappush(self._dma_heap, (self.now + cycles, self._seq, t))
+        self.pending[t] = _NEXT
+        self.resume_value[t] = value
+
     def _drain_ready(self) -> None:
         while self._ready:
             t = self._ready.pop(0)
@@ -215,7 +225,8 @@ class DpuTimeline:
             elif pending == _ACT:
                 self._act(t, seg)
             else:
-                self._resume(t, None)
+                value, self.resume_value[t] = self.resume_value[t], None
+                self._resume(t, value)
 
     def _act(self, t: int, seg: Segment) -> None:
         action, a0, a1 = seg.action, seg.arg0, seg.arg1
@@ -237,9 +248,13 @@ class DpuTimeline:
             else:
                 self._block(t)
         elif action == Action.ACQUIRE:
-            busy = a0 in self.bits
-            self.bits.add(a0)
-            self._resume(t, 1 if busy else 0)
+            if a0 in self.bits:
+                # busy: the tasklet re-tries at its next issue slot at the earliest (a spin
+                # iteration is an acquire and a branch on a DPU), so model time always advances
+                self._delay(t, SPIN_SLOTS * cfg.revolver_period, 1)
+            else:
+                self.bits.add(a0)
+                self._resume(t, 0)
         elif action == Action.RELEASE:
             self.bits.discard(a0)
             self._resume(t, None)

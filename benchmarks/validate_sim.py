@@ -1,0 +1,130 @@
+"""Validate the calibrated simulator: real UPMEM kernel and transfer times, and microbenchmark shapes.
+
+1. The 62 rows of shared/calibration/upmem_hw_prim_times.csv (VA, RED, BS, GEMV, 1..64 DPUs,
+   16 tasklets, O2) are simulated from scratch with DpuConfig.calibrated() (full co-simulation,
+   every DPU, results verified) and compared with the measured times: MAPE of kernel_ms overall
+   and per benchmark (target <= 15 %; uPIMulator reaches 24.8 % on real kernel times), and the
+   CPU->DPU / DPU->CPU transfer errors.
+2. The microbenchmarks (benchmarks/micro_sim.py): arithmetic throughput vs tasklets (must
+   saturate at 11), MRAM DMA latency vs size (must be linear), STREAM bandwidth.
+
+Writes benchmarks/results/validate_sim.json and PNG plots beside it.
+
+    python benchmarks/validate_sim.py [--skip-micro]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from cnmtune.runtime import Kernel
+from cnmtune.runtime.execute import run_on_device
+from cnmtune.runtime.sim import calibration
+from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.sim.device import SimDevice
+from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+CSV = HERE.parent.parent / "shared" / "calibration" / "upmem_hw_prim_times.csv"
+UPIMULATOR_MAPE = 24.8  # FACTS.md section 6.1, recomputed from the uPIMulator artifact
+
+
+def simulate(rows, config, console) -> list[dict]:
+    """Run every row with `config`; one record per row with predicted and measured times."""
+    toolchain, binaries, records = ProxyToolchain(), {}, []
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("simulating the calibration rows", total=len(rows))
+        for row in rows:
+            name = calibration.KERNELS[row.benchmark]
+            if name not in binaries:
+                kernel = Kernel.load(HERE / "prim" / name)
+                binaries[name] = toolchain.compile(Variant.of(kernel, "O2", calibration.TASKLETS))
+            result = run_on_device(binaries[name], SimDevice(row.nr_dpus, config), row.size)
+            records.append({
+                "benchmark": row.benchmark, "dpus": row.nr_dpus, "size": row.size,
+                "kernel_ms": 1e3 * result.kernel_s, "kernel_ms_real": row.kernel_ms,
+                "cpu_to_dpu_ms": 1e3 * result.host_to_dpu_s, "cpu_to_dpu_ms_real": row.cpu_to_dpu_ms,
+                "dpu_to_cpu_ms": 1e3 * result.dpu_to_host_s, "dpu_to_cpu_ms_real": row.dpu_to_cpu_ms,
+                "verified": result.verified, "ipc": result.ipc,
+            })
+            progress.advance(task)
+    return records
+
+
+def summarise(records: list[dict]) -> dict:
+    """MAPE per benchmark and overall for the kernel and both transfer directions."""
+    out = {}
+    for key in ("kernel_ms", "cpu_to_dpu_ms", "dpu_to_cpu_ms"):
+        groups = sorted({r["benchmark"] for r in records}) + ["all"]
+        out[key] = {g: calibration.mape([(r[key], r[key + "_real"]) for r in records if g in ("all", r["benchmark"])])
+                    for g in groups}
+    return out
+
+
+def plot(records: list[dict], summary: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    for ax, key, title in zip(axes, ("kernel_ms", "cpu_to_dpu_ms", "dpu_to_cpu_ms"),
+                              ("DPU kernel time", "CPU->DPU transfers", "DPU->CPU transfers")):
+        for bench in sorted({r["benchmark"] for r in records}):
+            chosen = [r for r in records if r["benchmark"] == bench]
+            ax.scatter([r[key + "_real"] for r in chosen], [r[key] for r in chosen], s=18,
+                       label=f"{bench} ({summary[key][bench]:.1f} %)")
+        low = min(min(r[key], r[key + "_real"]) for r in records)
+        high = max(max(r[key], r[key + "_real"]) for r in records)
+        ax.plot([low, high], [low, high], color="grey", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("real UPMEM (ms)")
+        ax.set_ylabel("simulated (ms)")
+        ax.set_title(f"{title}: MAPE {summary[key]['all']:.1f} %")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, default=CSV)
+    parser.add_argument("--skip-micro", action="store_true", help="only the calibration rows")
+    args = parser.parse_args()
+    console = Console()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    config = DpuConfig.calibrated()
+    records = simulate(calibration.load_rows(args.csv), config, console)
+    summary = summarise(records)
+    table = Table(title=f"simulator vs real UPMEM ({len(records)} rows, 16 tasklets, config {config.hash})")
+    for column in ("benchmark", "rows", "kernel MAPE %", "CPU->DPU MAPE %", "DPU->CPU MAPE %"):
+        table.add_column(column, justify="right" if column != "benchmark" else "left")
+    for bench in summary["kernel_ms"]:
+        count = sum(1 for r in records if bench in ("all", r["benchmark"]))
+        table.add_row(bench, str(count), *(f"{summary[k][bench]:.1f}" for k in ("kernel_ms", "cpu_to_dpu_ms",
+                                                                                   "dpu_to_cpu_ms")))
+    console.print(table)
+    verdict = "met" if summary["kernel_ms"]["all"] <= 15 else "missed"
+    console.print(f"kernel-time MAPE {summary['kernel_ms']['all']:.1f} % (target <= 15 %: {verdict}; "
+                  f"uPIMulator {UPIMULATOR_MAPE} %)")
+    plot(records, summary, RESULTS / "validate_sim_calibration.png")
+    report = {"config": config.hash, "summary": summary, "rows": records}
+    if not args.skip_micro:
+        import micro_sim
+
+        report["micro"] = micro_sim.run_all(console)
+    (RESULTS / "validate_sim.json").write_text(json.dumps(report, indent=2) + "\n")
+    console.print(f"wrote {RESULTS / 'validate_sim.json'} and plots in {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
