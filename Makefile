@@ -19,6 +19,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/cnmtune compare benchmarks/prim/va --pipeline O0 --pipeline O2 \
 		--random 1 --random-length 10 --seed 7 --tasklets 16 \
 		--plot $(OUT)/demo_histograms.png --json-out $(OUT)/demo.json
+	$(VENV)/bin/cnmtune run benchmarks/prim/va --tasklets 16 --dpus 4 --size 1048576
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
