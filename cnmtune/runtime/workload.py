@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 DefineValue = int | str | None
 Arrays = dict[str, np.ndarray]
 
+# PrIM's element types, selected by a bare define (-DINT64) in the kernels that have a TYPE
+ELEMENT_TYPES: dict[str, type] = {
+    "INT32": np.int32, "UINT32": np.uint32, "INT64": np.int64, "UINT64": np.uint64,
+    "FLOAT": np.float32, "DOUBLE": np.float64, "CHAR": np.int8, "SHORT": np.int16,
+}
+
 
 class Workload:
     """A kernel's compile-time description and host program; subclass it in workload.py."""
@@ -31,6 +37,9 @@ class Workload:
     define_choices: ClassVar[dict[str, tuple[DefineValue, ...]]] = {}
     nr_tasklets: ClassVar[int] = 16
     sizes: ClassVar[dict[str, int]] = {}  # presets: small, default, large (total problem size)
+    # groups of mutually exclusive bare defines (an element type, an operation); giving one
+    # replaces the group's default, giving two is refused
+    flag_groups: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def __init__(self, size: int, nr_dpus: int, nr_tasklets: int,
                  defines: dict[str, DefineValue] | None = None, seed: int = 0):
@@ -45,16 +54,32 @@ class Workload:
     @classmethod
     def resolve_defines(cls, overrides: dict[str, DefineValue] | None = None) -> dict[str, DefineValue]:
         """The defaults updated with `overrides`, each checked against `define_choices`."""
+        overrides = overrides or {}
         resolved = dict(cls.defines)
-        for key, value in (overrides or {}).items():
+        for members in cls.flag_groups.values():
+            if any(key in members for key in overrides):
+                for member in members:
+                    resolved.pop(member, None)
+        for key, value in overrides.items():
             if key == "NR_TASKLETS":
                 raise KernelError("set NR_TASKLETS with --tasklets, not as a define")
             resolved[key] = value
+        for group, members in cls.flag_groups.items():
+            given = [m for m in members if m in resolved]
+            if len(given) > 1:
+                raise KernelError(f"{cls.name}: give at most one {group} ({', '.join(given)} given)")
+            if given and resolved[given[0]] is not None:
+                raise KernelError(f"{cls.name}: {given[0]} is a bare define; use -D {given[0]} without a value")
         for key, choices in cls.define_choices.items():
             if key in resolved and resolved[key] not in choices:
                 shown = ", ".join(str(c) for c in choices)
                 raise KernelError(f"{cls.name}: {key}={resolved[key]} is not valid; choose one of {shown}")
         return resolved
+
+    def flag(self, group: str) -> str:
+        """The bare define chosen in a flag group (the group's first member if none is set)."""
+        members = self.flag_groups[group]
+        return next((m for m in members if m in self.config), members[0])
 
     @classmethod
     def preset(cls, name: str) -> int:

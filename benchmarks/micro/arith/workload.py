@@ -22,10 +22,9 @@ import numpy as np
 
 from cnmtune.errors import KernelError, VerificationError
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
-from cnmtune.runtime.workload import Workload
+from cnmtune.runtime.workload import ELEMENT_TYPES, Workload
 
-TYPES = {"INT32": np.int32, "UINT32": np.uint32, "INT64": np.int64, "UINT64": np.uint64,
-         "FLOAT": np.float32, "DOUBLE": np.float64}
+TYPES = ("INT32", "UINT32", "INT64", "UINT64", "FLOAT", "DOUBLE")
 OPS = ("ADD", "SUB", "MUL", "DIV")
 RESULT_BYTES = 16  # sizeof(arith_result_t)
 _LINE = re.compile(r"arith: cycles=(\d+) elements=(\d+)")
@@ -54,30 +53,19 @@ class Arithmetic(Workload):
     define_choices = {"BL": tuple(range(3, 12))}
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 65536, "large": 1_048_576}
-
-    @classmethod
-    def resolve_defines(cls, overrides=None):
-        resolved = super().resolve_defines(overrides)
-        for group, names in (("element type", tuple(TYPES)), ("operation", OPS)):
-            given = [n for n in names if n in resolved]
-            if len(given) > 1:
-                raise KernelError(f"arith: at most one {group} define, got {', '.join(given)}")
-            for name in given:
-                if resolved[name] is not None:
-                    raise KernelError(f"arith: {name} is a bare define (value None), got {resolved[name]!r}")
-        return resolved
+    flag_groups = {"element type": TYPES, "operation": OPS}
 
     @property
     def type_name(self) -> str:
-        return next((t for t in TYPES if t in self.config), "INT32")
+        return self.flag("element type")
 
     @property
     def op(self) -> str:
-        return next((o for o in OPS if o in self.config), "ADD")
+        return self.flag("operation")
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(TYPES[self.type_name])
+        return np.dtype(ELEMENT_TYPES[self.type_name])
 
     @property
     def scalar(self):

@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from cnmtune.errors import KernelError, VerificationError
+from cnmtune.errors import VerificationError
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
 from cnmtune.runtime.workload import Workload
 
@@ -44,20 +44,11 @@ class Stream(Workload):
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 65536, "large": 2_097_152}
 
-    @classmethod
-    def resolve_defines(cls, overrides=None):
-        resolved = super().resolve_defines(overrides)
-        given = [op for op in OPS if op in resolved]
-        if len(given) > 1:
-            raise KernelError(f"stream: at most one operation define, got {', '.join(given)}")
-        for op in given:
-            if resolved[op] is not None:
-                raise KernelError(f"stream: {op} is a bare define (value None), got {resolved[op]!r}")
-        return resolved
+    flag_groups = {"operation": OPS}
 
     @property
     def op(self) -> str:
-        return next((o for o in OPS if o in self.config), "COPY")
+        return self.flag("operation")
 
     def inputs(self):
         rng = np.random.default_rng(self.seed)

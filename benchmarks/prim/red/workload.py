@@ -31,12 +31,8 @@ import numpy as np
 from cnmtune.dpu.memory_map import MRAM_SIZE
 from cnmtune.errors import KernelError
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
-from cnmtune.runtime.workload import Workload
+from cnmtune.runtime.workload import ELEMENT_TYPES, Workload
 
-TYPES = {"INT32": np.int32, "UINT32": np.uint32, "INT64": np.int64, "UINT64": np.uint64,
-         "FLOAT": np.float32, "DOUBLE": np.float64, "CHAR": np.int8, "SHORT": np.int16}
-# common.h's #if chain: the first of these defined wins, INT64 otherwise
-_PRIORITY = ("UINT32", "INT32", "UINT64", "FLOAT", "DOUBLE", "CHAR", "SHORT")
 RESULT_BYTES = 16  # sizeof(red_result_t)
 
 
@@ -47,11 +43,11 @@ class Reduction(Workload):
                       "SYNC": ("HAND", "BARRIER"), "PERF": (0, 1)}
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 2_097_152, "large": 6_553_600}
+    flag_groups = {"element type": ("INT64", *(t for t in ELEMENT_TYPES if t != "INT64"))}
 
     @property
     def dtype(self) -> np.dtype:
-        chosen = next((t for t in _PRIORITY if t in self.config), "INT64")
-        return np.dtype(TYPES[chosen])
+        return np.dtype(ELEMENT_TYPES[self.flag("element type")])
 
     def inputs(self):
         rng = np.random.default_rng(self.seed)

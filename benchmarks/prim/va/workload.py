@@ -11,12 +11,7 @@ Size = total number of elements over all DPUs (PrIM's strong scaling, `-x 1`).
 import numpy as np
 
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
-from cnmtune.runtime.workload import Workload
-
-TYPES = {"INT32": np.int32, "UINT32": np.uint32, "INT64": np.int64, "UINT64": np.uint64,
-         "FLOAT": np.float32, "DOUBLE": np.float64, "CHAR": np.int8, "SHORT": np.int16}
-# the header's #if chain: the first of these defined wins, INT32 otherwise
-_PRIORITY = ("UINT32", "UINT64", "INT64", "FLOAT", "DOUBLE", "CHAR", "SHORT")
+from cnmtune.runtime.workload import ELEMENT_TYPES, Workload
 
 
 class VectorAdd(Workload):
@@ -25,11 +20,11 @@ class VectorAdd(Workload):
     define_choices = {"BL": tuple(range(3, 12))}
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 2_621_440, "large": 8_388_608}
+    flag_groups = {"element type": tuple(ELEMENT_TYPES)}
 
     @property
     def dtype(self) -> np.dtype:
-        chosen = next((t for t in _PRIORITY if t in self.config), "INT32")
-        return np.dtype(TYPES[chosen])
+        return np.dtype(ELEMENT_TYPES[self.flag("element type")])
 
     def inputs(self):
         rng = np.random.default_rng(self.seed)

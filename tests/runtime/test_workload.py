@@ -1,0 +1,27 @@
+"""Workload defines: defaults, choices, exclusive bare-define groups, presets."""
+
+import pytest
+
+from cnmtune.errors import KernelError
+
+
+def test_a_type_flag_replaces_the_default(va):
+    assert va.workload.resolve_defines({"FLOAT": None}) == {"BL": 10, "FLOAT": None}
+    run = va.workload(64, 1, 16, {"DOUBLE": None})
+    assert run.flag("element type") == "DOUBLE" and run.dtype.name == "float64"
+    assert va.workload(64, 1, 16).dtype.name == "int32"
+
+
+def test_two_flags_of_a_group_or_a_valued_flag_are_refused(va):
+    with pytest.raises(KernelError, match=r"at most one element type \(UINT32, FLOAT given\)"):
+        va.workload.resolve_defines({"FLOAT": None, "UINT32": None})
+    with pytest.raises(KernelError, match="INT64 is a bare define"):
+        va.workload.resolve_defines({"INT64": 1})
+
+
+def test_presets_and_bad_sizes(va):
+    assert va.workload.preset("small") == 4096
+    with pytest.raises(KernelError, match="no size preset 'huge'"):
+        va.workload.preset("huge")
+    with pytest.raises(KernelError, match="problem size must be positive"):
+        va.workload(0, 1, 16)
