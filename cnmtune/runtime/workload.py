@@ -118,6 +118,18 @@ class Workload:
                     f"index {first}: got {got.ravel()[first]!r}, expected {want.ravel()[first]!r}")
 
 
+def parse_report(log: str, tag: str) -> list[dict[str, int]]:
+    """The `tag: key=value key=value` lines a kernel printed (integers), in order; none is an error."""
+    rows = []
+    for line in log.splitlines():
+        head, sep, rest = line.partition(": ")
+        if sep and head == tag:
+            rows.append({key: int(value) for key, _, value in (f.partition("=") for f in rest.split())})
+    if not rows:
+        raise VerificationError(f"{tag}: no report line in the DPU log {log!r}")
+    return rows
+
+
 def check_tasklets(nr_tasklets: int) -> int:
     """Refuse tasklet counts a DPU cannot run (1..24)."""
     if not 1 <= nr_tasklets <= MAX_TASKLETS:

@@ -16,27 +16,21 @@ The DPU prints `arith: cycles=<slowest tasklet's timed cycles> elements=<n>` (Pr
 operations/s = elements * f / cycles); `parse_log` reads that line back.
 """
 
-import re
 
 import numpy as np
 
 from cnmtune.errors import KernelError, VerificationError
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
-from cnmtune.runtime.workload import ELEMENT_TYPES, Workload
+from cnmtune.runtime.workload import ELEMENT_TYPES, Workload, parse_report
 
 TYPES = ("INT32", "UINT32", "INT64", "UINT64", "FLOAT", "DOUBLE")
 OPS = ("ADD", "SUB", "MUL", "DIV")
 RESULT_BYTES = 16  # sizeof(arith_result_t)
-_LINE = re.compile(r"arith: cycles=(\d+) elements=(\d+)")
 
 
 def parse_log(log: str) -> dict[str, int]:
     """The DPU's report line: {'cycles': slowest tasklet's timed cycles, 'elements': n}."""
-    found = _LINE.findall(log)
-    if not found:
-        raise VerificationError(f"arith: no report line in the DPU log {log!r}")
-    cycles, elements = found[-1]
-    return {"cycles": int(cycles), "elements": int(elements)}
+    return parse_report(log, "arith")[-1]
 
 
 def c_divide(a: np.ndarray, b) -> np.ndarray:

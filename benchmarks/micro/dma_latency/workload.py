@@ -17,27 +17,21 @@ tasklet; `parse_log` reads them and `latency` turns them into cycles per transfe
 bracket's own cost, o / n, subtracted).
 """
 
-import re
 
 import numpy as np
 
 from cnmtune.errors import KernelError, VerificationError
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
-from cnmtune.runtime.workload import Workload
+from cnmtune.runtime.workload import Workload, parse_report
 
 RESULT_BYTES = 40  # sizeof(dma_result_t)
 TRANSFERS = tuple(range(8, 2049, 8))
-_LINE = re.compile(r"dma: tasklet=(\d+) cycles=(\d+) overhead=(\d+) calibration=(\d+) transfers=(\d+)")
 _MASK = (1 << 64) - 1
 
 
 def parse_log(log: str) -> list[dict[str, int]]:
     """One dict per tasklet: tasklet, cycles, overhead, calibration, transfers."""
-    rows = [dict(zip(("tasklet", "cycles", "overhead", "calibration", "transfers"), map(int, m)))
-            for m in _LINE.findall(log)]
-    if not rows:
-        raise VerificationError(f"dma_latency: no report line in the DPU log {log!r}")
-    return rows
+    return parse_report(log, "dma")
 
 
 def latency(rows: list[dict[str, int]]) -> float:

@@ -13,28 +13,22 @@ reads it and `BYTES_MOVED` gives how many arrays' bytes an operation moves (band
 moved * bytes * f / cycles).
 """
 
-import re
 
 import numpy as np
 
 from cnmtune.errors import VerificationError
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
-from cnmtune.runtime.workload import Workload
+from cnmtune.runtime.workload import Workload, parse_report
 
 OPS = ("COPY", "SCALE", "ADD", "TRIAD")
 BYTES_MOVED = {"COPY": 2, "SCALE": 2, "ADD": 3, "TRIAD": 3}  # arrays read + written
 RESULT_BYTES = 16  # sizeof(stream_result_t)
 SCALAR = 0x9E3779B1  # s of SCALE and TRIAD: a 32-bit odd constant, so the 64-bit multiply is real
-_LINE = re.compile(r"stream: cycles=(\d+) bytes=(\d+)")
 
 
 def parse_log(log: str) -> dict[str, int]:
     """The DPU's report line: {'cycles': slowest tasklet's loop cycles, 'bytes': bytes of one array}."""
-    found = _LINE.findall(log)
-    if not found:
-        raise VerificationError(f"stream: no report line in the DPU log {log!r}")
-    cycles, nbytes = found[-1]
-    return {"cycles": int(cycles), "bytes": int(nbytes)}
+    return parse_report(log, "stream")[-1]
 
 
 class Stream(Workload):
