@@ -27,6 +27,7 @@ from cnmtune.runtime.sim.trace import Action, Segment, Trace
 DEFAULT_BUDGET = 2_000_000_000  # raw instructions per DPU and launch before SimTimeout
 _SLOT_BUDGET = 2 ** 62
 _DMA_MIN, _DMA_MAX = 8, 2048
+_NONE = np.zeros(0, dtype=np.int64)  # a segment that called no table-charged routine
 
 _ACTION_OF = {
     Service.BARRIER_WAIT: Action.BARRIER, Service.SEM_TAKE: Action.SEM_TAKE, Service.SEM_GIVE: Action.SEM_GIVE,
@@ -187,6 +188,8 @@ class _Functional:
 
     def _take_routines(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         acc = self.state.routine_acc[t]
+        if not acc.any():
+            return _NONE, _NONE
         counts, params = acc[:, 0].copy(), acc[:, 1].copy()
         acc[:] = 0
         return counts, params

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,9 +34,11 @@ class Action(IntEnum):
     STOP = 13         # the tasklet is done
 
 
-@dataclass(frozen=True)
-class Segment:
-    """One segment of one tasklet (see the module docstring)."""
+class Segment(NamedTuple):
+    """One segment of one tasklet (see the module docstring).
+
+    The routine arrays are empty when the segment called no table-charged routine.
+    """
 
     tasklet: int
     slots: int
@@ -72,9 +75,12 @@ class Trace:
             return np.fromiter((getattr(s, attr) for s in segments), dtype=dtype, count=len(segments))
 
         def matrix(attr: str) -> np.ndarray:
-            if not segments:
-                return np.zeros((0, width), dtype=np.int64)
-            return np.stack([getattr(s, attr) for s in segments]).astype(np.int64).reshape(len(segments), width)
+            out = np.zeros((len(segments), width), dtype=np.int64)
+            for i, s in enumerate(segments):
+                values = getattr(s, attr)
+                if len(values):
+                    out[i] = values
+            return out
 
         return cls(routines, column("tasklet", np.int16), column("slots", np.int64),
                    column("instructions", np.int64), matrix("routine_counts"), matrix("routine_params"),
