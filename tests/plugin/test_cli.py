@@ -131,3 +131,24 @@ def test_wram_overflow_exit_code_2(tmp_path):
     (tmp_path / "fat" / "dpu").mkdir(parents=True)
     (tmp_path / "fat" / "dpu" / "task.c").write_text("char big[70000];\nint main(void) { return big[3]; }\n")
     assert "WRAM overflow" in _error(cnmtune("compile", str(tmp_path / "fat"), "-o", str(tmp_path / "f.elf")))
+
+
+def test_run_verifies_and_reports_times():
+    result = cnmtune("run", str(VA_DIR), "--tasklets", "16", "--dpus", "4", "--size", "1048576", "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["verified"] and record["nr_dpus"] == 4 and record["size"] == 1048576
+    assert record["kernel_s"] > 0 and record["host_to_dpu_s"] > 0 and record["dpu_to_host_s"] > 0
+    assert 0 < record["ipc"] <= 1.0
+    assert record["dma_read_bytes"] == 2 * 4 * 1048576 and record["dma_write_bytes"] == 4 * 1048576
+    assert len(record["tasklets"]) == 16
+
+
+def test_run_table_and_a_simulator_fault(tmp_path):
+    result = cnmtune("run", str(VA_DIR), "--tasklets", "4", "--dpus", "2", "--size", "small")
+    assert result.returncode == 0, result.stderr
+    assert "verified" in result.stdout and "DMA wait" in result.stdout
+    (tmp_path / "bad" / "dpu").mkdir(parents=True)
+    (tmp_path / "bad" / "dpu" / "task.c").write_text("int main(void) { return *(volatile int *)0x40000; }\n")
+    message = _error(cnmtune("run", str(tmp_path / "bad"), "--size", "8"))
+    assert "no host side" in message
