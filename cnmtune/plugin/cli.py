@@ -17,6 +17,7 @@ from cnmtune.errors import CnmtuneError
 from cnmtune.passes import PASSES, Pipeline, random_pipeline
 from cnmtune.plugin.compare import SUMMARY_ROWS, comparison_record, comparison_table, compile_all, plot_histograms
 from cnmtune.runtime import Kernel
+from cnmtune.runtime.registry import find_kernel, list_kernels
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
 from cnmtune.runtime.toolchain.cache import atomic_write
 from cnmtune.runtime.workload import DefineValue
@@ -48,7 +49,7 @@ def _emit_json(payload: object) -> None:
 
 @app.command()
 def compile(
-    kernel_dir: Path = typer.Argument(..., help="kernel directory (dpu/*.c, workload.py)"),
+    kernel_dir: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
     output: Path = typer.Option(..., "-o", "--output", help="where to write the linked ELF"),
     pipeline: str = typer.Option("O2", "--pipeline", "-p", help="O0..O3, Os, Oz or 'pass,pass,...'"),
     tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
@@ -56,7 +57,7 @@ def compile(
     as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of a table"),
 ) -> None:
     """Compile a kernel for the DPU proxy and write the ELF."""
-    variant = Variant.of(Kernel.load(kernel_dir), Pipeline.parse(pipeline), tasklets, parse_defines(define))
+    variant = Variant.of(find_kernel(kernel_dir), Pipeline.parse(pipeline), tasklets, parse_defines(define))
     binary = ProxyToolchain().compile(variant)
     output.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(binary.elf_path, output)
@@ -114,7 +115,7 @@ def features(
 
 @app.command()
 def compare(
-    kernel_dir: Path = typer.Argument(..., help="kernel directory (dpu/*.c, workload.py)"),
+    kernel_dir: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
     pipeline: list[str] = typer.Option([], "--pipeline", "-p", help="pipeline to compare, repeatable"),
     random: int = typer.Option(0, "--random", help="also compare N seeded random pipelines"),
     random_length: int = typer.Option(10, "--random-length", help="passes per random pipeline"),
@@ -130,7 +131,7 @@ def compare(
     pipelines += [random_pipeline(random_length, seed=seed + k) for k in range(random)]
     if not pipelines:
         raise CnmtuneError("nothing to compare: give --pipeline P (repeatable) and/or --random N")
-    kernel = Kernel.load(kernel_dir)
+    kernel = find_kernel(kernel_dir)
     defines = parse_defines(define)
     variants = [Variant.of(kernel, p, tasklets, defines) for p in pipelines]
     compiled = compile_all(ProxyToolchain(), variants)
@@ -159,22 +160,24 @@ def _size(kernel: Kernel, text: str) -> int:
 
 @app.command()
 def run(
-    kernel_dir: Path = typer.Argument(..., help="kernel directory (dpu/*.c, workload.py)"),
+    kernel_dir: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
     pipeline: str = typer.Option("O2", "--pipeline", "-p", help="O0..O3, Os, Oz or 'pass,pass,...'"),
     tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
     dpus: int = typer.Option(1, "--dpus", "-d", help="number of DPUs"),
     size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),
     define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    param: list[str] = typer.Option([], "--param", help="workload parameter NAME=VALUE, repeatable"),
     seed: int = typer.Option(0, "--seed", help="input generator seed"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of tables"),
 ) -> None:
     """Compile, run on the embedded DPU simulator, verify against the numpy reference, report."""
     from cnmtune.runtime.execute import run_binary
 
-    kernel = Kernel.load(kernel_dir)
+    kernel = find_kernel(kernel_dir)
+    params = dict(kernel.workload.parse_param(p) for p in param)
     variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, parse_defines(define))
     binary = ProxyToolchain().compile(variant)
-    result = run_binary(binary, dpus, _size(kernel, size), seed=seed)
+    result = run_binary(binary, dpus, _size(kernel, size), seed=seed, params=params)
     if as_json:
         _emit_json(result.to_dict())
         return
@@ -203,6 +206,36 @@ def run(
     if result.log:
         console.print("DPU 0 printed:", highlight=False, markup=False)
         console.print(result.log, highlight=False, markup=False, end="")
+
+
+@app.command()
+def kernels(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+    """List the registered kernels with their size meaning, presets, defines and parameters."""
+    records = []
+    for kernel in list_kernels():
+        w = kernel.workload
+        records.append({
+            "name": w.name or kernel.name, "suite": kernel.root.parent.name, "path": str(kernel.root),
+            "summary": (w.__doc__ or "").strip().splitlines()[0] if w.__doc__ else "",
+            "size": {"unit": w.size_unit, "presets": dict(w.sizes)},
+            "defines": {k: v for k, v in w.defines.items()},
+            "define_choices": {k: list(v) for k, v in w.define_choices.items()},
+            "flag_groups": {k: list(v) for k, v in w.flag_groups.items()},
+            "params": {k: v for k, v in w.params.items()},
+            "default_tasklets": w.nr_tasklets,
+        })
+    if as_json:
+        _emit_json(records)
+        return
+    table = Table(title=f"{len(records)} kernels")
+    for column in ("name", "suite", "size counts", "presets (small/default/large)", "defines", "params"):
+        table.add_column(column)
+    for r in records:
+        presets = "/".join(f"{v:,}" for v in r["size"]["presets"].values())
+        defines = " ".join(k if v is None else f"{k}={v}" for k, v in r["defines"].items())
+        params = " ".join(f"{k}={v}" for k, v in r["params"].items())
+        table.add_row(r["name"], r["suite"], r["size"]["unit"], presets, defines, params)
+    console.print(table)
 
 
 @app.command()

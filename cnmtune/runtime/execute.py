@@ -54,17 +54,19 @@ class RunResult:
 
 
 def run_binary(binary: Binary, nr_dpus: int, size: int, config: DpuConfig | None = None,
-               seed: int = 0, budget: int | None = None) -> RunResult:
+               seed: int = 0, budget: int | None = None, params: dict | None = None) -> RunResult:
     """Run `binary` on the embedded simulator with the kernel's host program; verify the result."""
     device = SimDevice(nr_dpus, config, **({"budget": budget} if budget else {}))
-    return run_on_device(binary, device, size, seed)
+    return run_on_device(binary, device, size, seed, params)
 
 
-def run_on_device(binary: Binary, device: SimDevice, size: int, seed: int = 0) -> RunResult:
+def run_on_device(binary: Binary, device: SimDevice, size: int, seed: int = 0,
+                  params: dict | None = None) -> RunResult:
     """Load `binary` on a fresh `device`, run the workload's host program, verify, report."""
     start = time.perf_counter()
     variant = binary.variant
-    workload = variant.kernel.workload(size, device.nr_dpus, variant.nr_tasklets, dict(variant.defines), seed)
+    workload = variant.kernel.workload(size, device.nr_dpus, variant.nr_tasklets, dict(variant.defines), seed,
+                                       **(params or {}))
     device.load(binary.elf_path)
     inputs = workload.inputs()
     outputs = workload.execute(device, inputs)

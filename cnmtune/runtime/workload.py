@@ -40,11 +40,19 @@ class Workload:
     # groups of mutually exclusive bare defines (an element type, an operation); giving one
     # replaces the group's default, giving two is refused
     flag_groups: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # what `size` counts (PrIM's strong-scaling problem size) and the other run parameters
+    size_unit: ClassVar[str] = "elements, total over all DPUs"
+    params: ClassVar[dict[str, object]] = {}
 
     def __init__(self, size: int, nr_dpus: int, nr_tasklets: int,
-                 defines: dict[str, DefineValue] | None = None, seed: int = 0):
+                 defines: dict[str, DefineValue] | None = None, seed: int = 0, **params):
         if size < 1:
             raise KernelError(f"{self.name}: problem size must be positive, got {size}")
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            known = ", ".join(self.params) or "none"
+            raise KernelError(f"{self.name}: unknown parameter {unknown[0]!r}; parameters: {known}")
+        self.param_values = {**self.params, **params}
         self.size = size
         self.nr_dpus = nr_dpus
         self.tasklets = check_tasklets(nr_tasklets)
@@ -75,6 +83,19 @@ class Workload:
                 shown = ", ".join(str(c) for c in choices)
                 raise KernelError(f"{cls.name}: {key}={resolved[key]} is not valid; choose one of {shown}")
         return resolved
+
+    @classmethod
+    def parse_param(cls, text: str) -> tuple[str, object]:
+        """Parse 'K=V' into (K, V) with V converted to the type of K's default."""
+        key, sep, value = text.partition("=")
+        if not sep or key not in cls.params:
+            known = ", ".join(cls.params) or "none"
+            raise KernelError(f"{cls.name}: bad parameter {text!r}; use NAME=VALUE with NAME one of: {known}")
+        default = cls.params[key]
+        try:
+            return key, type(default)(value) if default is not None else value
+        except ValueError:
+            raise KernelError(f"{cls.name}: parameter {key} expects {type(default).__name__}, got {value!r}") from None
 
     def flag(self, group: str) -> str:
         """The bare define chosen in a flag group (the group's first member if none is set)."""

@@ -41,6 +41,7 @@ class BinarySearch(Workload):
     define_choices = {"BL": tuple(range(3, 12))}
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 131_072, "large": 2_097_152}
+    size_unit = "sorted-array elements (queries = size / 8)"
 
     @property
     def nr_queries(self) -> int:

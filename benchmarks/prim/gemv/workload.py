@@ -2,8 +2,8 @@
 
 Size = rows of A (the calibration CSV's size_param). Columns = `n_cols`: 64 by default, the
 calibration's layout (size x 64 uint32 matrix, 64-element x, size-element y); PrIM's own
-default is 8192 x 8192. Set it per instance, `GemvWorkload(size, dpus, tasklets, n_cols=2048)`,
-or change the class attribute `N_COLS`. A and x hold values in 0..49, as PrIM's rand() % 50.
+default is 8192 x 8192. Set it per run: `--param n_cols=2048`, or
+`GemvWorkload(size, dpus, tasklets, n_cols=2048)`. A and x hold values in 0..49, as PrIM's rand() % 50.
 
 Compile time: BL, log2 of the MRAM->WRAM block in bytes (default 10; 3..11 keeps every DMA in
 8..2048 B). WRAM: each tasklet allocates 2 x 2^BL + 8 bytes next to its 1 KiB stack, so
@@ -43,11 +43,12 @@ class GemvWorkload(Workload):
     define_choices = {"BL": tuple(range(3, 12))}
     nr_tasklets = 16
     sizes = {"small": 256, "default": 8192, "large": 65_536}
-    N_COLS = 64
+    size_unit = "matrix rows"
+    params = {"n_cols": 64}
 
-    def __init__(self, size, nr_dpus, nr_tasklets, defines=None, seed=0, n_cols=None):
-        super().__init__(size, nr_dpus, nr_tasklets, defines, seed)
-        self.n_cols = self.N_COLS if n_cols is None else int(n_cols)
+    def __init__(self, size, nr_dpus, nr_tasklets, defines=None, seed=0, **params):
+        super().__init__(size, nr_dpus, nr_tasklets, defines, seed, **params)
+        self.n_cols = int(self.param_values["n_cols"])
         if self.n_cols < 1:
             raise KernelError(f"{self.name}: n_cols must be positive, got {self.n_cols}")
 

@@ -1,0 +1,54 @@
+"""The kernel registry: kernels by name (the suite shipped with cnmtune, and the user's) or by path.
+
+Search order: the directories in $CNMTUNE_KERNEL_PATH (os.pathsep-separated; each holds kernel
+directories), then the suites of this checkout (benchmarks/prim, benchmarks/pim-ml,
+benchmarks/micro). A name matches a workload's `name` or a directory name, case-insensitively
+(PrIM's HST-S is `hst-s`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cnmtune.errors import KernelError
+from cnmtune.runtime.kernel import Kernel
+
+SUITES = ("prim", "pim-ml", "micro")
+_BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def kernel_roots() -> list[Path]:
+    """Directories that hold kernel directories, in search order."""
+    user = [Path(p) for p in os.environ.get("CNMTUNE_KERNEL_PATH", "").split(os.pathsep) if p]
+    return [root for root in (*user, *(_BENCHMARKS / suite for suite in SUITES)) if root.is_dir()]
+
+
+def kernel_dirs() -> list[Path]:
+    """Every kernel directory under the roots (a directory with dpu/*.c)."""
+    return [d for root in kernel_roots() for d in sorted(root.iterdir()) if any((d / "dpu").glob("*.c"))]
+
+
+def list_kernels() -> list[Kernel]:
+    """All registered kernels, loaded (first of a name wins, as in the search order)."""
+    seen: dict[str, Kernel] = {}
+    for directory in kernel_dirs():
+        kernel = Kernel.load(directory)
+        seen.setdefault(kernel.name.lower(), kernel)
+    return list(seen.values())
+
+
+def find_kernel(name_or_path: str | Path) -> Kernel:
+    """A kernel by directory path, or by registered name."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        return Kernel.load(path)
+    wanted = str(name_or_path).lower()
+    for directory in kernel_dirs():
+        if directory.name.lower() == wanted:
+            return Kernel.load(directory)
+    for kernel in list_kernels():
+        if kernel.name.lower() == wanted:
+            return kernel
+    names = ", ".join(sorted(k.name for k in list_kernels()))
+    raise KernelError(f"no kernel named or at {name_or_path!r}; registered kernels: {names}")
