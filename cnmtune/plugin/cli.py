@@ -192,6 +192,7 @@ def run(
         ("proxy rv32i instructions", f"{result.instructions:,}"),
         ("IPC (slowest DPU)", f"{result.ipc:.3f}"),
         ("DMA MRAM->WRAM / WRAM->MRAM (B)", f"{result.dma_read_bytes:,} / {result.dma_write_bytes:,}"),
+        ("slots in runtime routines", f"{100 * result.routine_slots / max(result.slots, 1):.1f} %"),
         ("simulation wall time (s)", f"{result.wall_s:.2f}"),
     ):
         summary.add_row(label, value)

@@ -9,6 +9,7 @@ import numpy as np
 
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice
+from cnmtune.runtime.sim.timing import priced_slots
 from cnmtune.runtime.toolchain import Binary
 
 
@@ -43,6 +44,7 @@ class RunResult:
     ipc: float
     dma_read_bytes: int
     dma_write_bytes: int
+    routine_slots: float
     tasklets: tuple[TaskletBreakdown, ...]
     verified: bool
     wall_s: float
@@ -99,5 +101,6 @@ def _result(binary: Binary, device: SimDevice, size: int, wall: float) -> RunRes
         ipc=critical_slots / cycles if cycles else 0.0,
         dma_read_bytes=sum(t.dma_read_bytes for t in all_timings),
         dma_write_bytes=sum(t.dma_write_bytes for t in all_timings),
+        routine_slots=sum(priced_slots(trace, device.config) for record in launches for trace in record.traces),
         tasklets=tasklets, verified=True, wall_s=wall, log=device.log(0),
     )

@@ -72,6 +72,12 @@ def routine_cost_vectors(config: DpuConfig, routines: tuple[str, ...]) -> tuple[
     return base, per
 
 
+def priced_slots(trace: Trace, config: DpuConfig) -> float:
+    """Issue slots a trace spends in table-charged runtime routines (soft arithmetic, services)."""
+    base, per = routine_cost_vectors(config, trace.routines)
+    return float((trace.routine_counts @ base).sum() + (trace.routine_params @ per).sum())
+
+
 class DpuTimeline:
     """Discrete-event timing of one DPU's tasklets (see the module docstring)."""
 
