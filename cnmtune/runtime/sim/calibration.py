@@ -194,7 +194,8 @@ TRANSFER_KNOBS = [
 ]
 
 
-def fit(runs: list[RowRun], config: DpuConfig, report: Callable[[str, float], None] = lambda n, v: None) -> DpuConfig:
+def fit(runs: list[RowRun], config: DpuConfig, groups: tuple[str, ...] | list[str] = ("kernel", "transfers"),
+        rounds: int = 3, report: Callable[[str, float], None] = lambda n, v: None) -> DpuConfig:
     """Fit the kernel knobs on kernel_ms, then the transfer knobs on both transfer columns."""
     def kernel_error(c: DpuConfig) -> float:
         return mape([(predicted_kernel_ms(r, c), r.row.kernel_ms) for r in runs])
@@ -206,8 +207,11 @@ def fit(runs: list[RowRun], config: DpuConfig, report: Callable[[str, float], No
             pairs += [(to_dpu, r.row.cpu_to_dpu_ms), (to_host, r.row.dpu_to_cpu_ms)]
         return mape(pairs)
 
-    config = coordinate_search(config, KERNEL_KNOBS, kernel_error, report=report)
-    return coordinate_search(config, TRANSFER_KNOBS, transfer_error, report=report)
+    if "kernel" in groups:
+        config = coordinate_search(config, KERNEL_KNOBS, kernel_error, rounds, report)
+    if "transfers" in groups:
+        config = coordinate_search(config, TRANSFER_KNOBS, transfer_error, rounds, report)
+    return config
 
 
 def routine_cost_literal(cost: RoutineCost) -> str:
