@@ -104,6 +104,7 @@ class _Functional:
         self.budget = budget
         self.executed = 0
         self.segments: list[Segment] = []
+        self.last_action: list[Action | None] = [None] * MAX_TASKLETS
         state, image = self.state, self.image
         state.regs[:] = 0
         state.pcs[:] = image.entry
@@ -118,7 +119,8 @@ class _Functional:
         state, t = self.state, tasklet
         if value is not None:
             state.regs[t, 10] = value & 0xFFFFFFFF
-            state.regs[t, 11] = (value >> 32) & 0xFFFFFFFF
+            if self.last_action[t] in (Action.PERF_GET, Action.PERF_CONFIG):  # 64-bit results only:
+                state.regs[t, 11] = (value >> 32) & 0xFFFFFFFF  # a1 is live across other services
         slots = instructions = 0
         while True:
             event = self.interpreter.run(t, state, _SLOT_BUDGET, max(self.budget - self.executed, 1))
@@ -129,6 +131,7 @@ class _Functional:
                 segment = self._service(t, event, slots, instructions)
                 if segment is not None:
                     self.segments.append(segment)
+                    self.last_action[t] = segment.action
                     return segment
                 continue
             if event.kind == EventKind.MRAM_GROW:

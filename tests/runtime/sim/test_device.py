@@ -138,3 +138,33 @@ def test_transfer_model_shape():
     assert four == pytest.approx(one)  # below the rank cap, DPUs transfer side by side
     assert rank == pytest.approx(64 * (1 << 20) / 8e9)  # capped by the rank
     assert two_ranks == pytest.approx(rank)  # ranks transfer concurrently
+
+
+def test_contended_mutex_and_heap_lock_lose_no_update(toolchain, make_kernel):
+    kernel = make_kernel("""
+    #include <alloc.h>
+    #include <barrier.h>
+    #include <defs.h>
+    #include <mutex.h>
+    #include <stdint.h>
+    BARRIER_INIT(start, NR_TASKLETS);
+    MUTEX_INIT(lock);
+    __host uint32_t counter;
+    __host uint32_t distinct;
+    int main(void) {
+        if (me() == 0) mem_reset();
+        barrier_wait(&start);
+        uint32_t *mine = mem_alloc(48);  /* every tasklet takes the heap lock at once */
+        *mine = me();
+        for (int i = 0; i < 100; i++) { mutex_lock(lock); counter++; mutex_unlock(lock); }
+        barrier_wait(&start);
+        mutex_lock(lock); distinct += (*mine == me()); mutex_unlock(lock);
+        return 0;
+    }
+    """)
+    for pipeline in ("O0", "O2"):
+        device = SimDevice(1, budget=50_000_000)
+        device.load(toolchain.compile(Variant.of(kernel, pipeline, 16)).elf_path)
+        device.launch()
+        assert u32(device.copy_from(0, "counter", 4)) == [1600]
+        assert u32(device.copy_from(0, "distinct", 4)) == [16]  # no two tasklets got the same block
