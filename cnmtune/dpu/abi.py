@@ -19,7 +19,7 @@ _DEFINE = re.compile(r"#define\s+CNM_(ECALL|FAULT)_([A-Z0-9_]+)\s+(\d+)")
 # services the simulator dispatches on by name; the header must define all of them
 REQUIRED_SERVICES = ("STOP", "ME", "BOOT", "FAULT", "MRAM_READ", "MRAM_WRITE", "ACQUIRE", "RELEASE",
                      "BARRIER_WAIT", "SEM_TAKE", "SEM_GIVE", "HANDSHAKE_NOTIFY", "HANDSHAKE_WAIT_FOR",
-                     "PERFCOUNTER_CONFIG", "PERFCOUNTER_GET", "PRINTF", "PUTS", "PUTCHAR")
+                     "PERFCOUNTER_CONFIG", "PERFCOUNTER_GET", "PRINTF", "PUTS", "PUTCHAR", "LOCK")
 
 
 @functools.lru_cache(maxsize=8)

@@ -187,7 +187,7 @@ def test_ecall_header_defines_are_parseable():
     assert {k: int(v) for k, v in ecalls.items()} == {
         "STOP": 0, "ME": 1, "BOOT": 2, "FAULT": 3, "MRAM_READ": 4, "MRAM_WRITE": 5, "ACQUIRE": 6, "RELEASE": 7,
         "BARRIER_WAIT": 8, "SEM_TAKE": 9, "SEM_GIVE": 10, "HANDSHAKE_NOTIFY": 11, "HANDSHAKE_WAIT_FOR": 12,
-        "PERFCOUNTER_CONFIG": 13, "PERFCOUNTER_GET": 14, "PRINTF": 15, "PUTS": 16, "PUTCHAR": 17,
+        "PERFCOUNTER_CONFIG": 13, "PERFCOUNTER_GET": 14, "PRINTF": 15, "PUTS": 16, "PUTCHAR": 17, "LOCK": 18,
     }
     # every CNM_ECALL_/CNM_FAULT_ define is one line: name, decimal number, trailing comment
     for line in text.splitlines():

@@ -41,6 +41,7 @@
 #define CNM_ECALL_PRINTF 15             /* a0 = format string, a1 = va_list (riscv32 ilp32 va_start pointer to the variadic save area) */
 #define CNM_ECALL_PUTS 16               /* a0 = NUL-terminated string; prints it followed by a newline (C puts) */
 #define CNM_ECALL_PUTCHAR 17            /* a0 = character (low 8 bits) */
+#define CNM_ECALL_LOCK 18               /* a0 = atomic-bit address; a spinning acquire: returns (a0 = 0) once this tasklet holds the bit */
 
 /* ---- fault codes (argument of CNM_ECALL_FAULT; also used by the simulator) */
 #define CNM_FAULT_HALT 1                /* halt() was called */

@@ -102,7 +102,7 @@ extern uint8_t __cnm_nr_tasklets[];                 /* absolute: NR_TASKLETS */
 /* Spins until the atomic bit at address bit is acquired. */
 static inline __attribute__((always_inline)) void __cnm_sys_lock(volatile uint8_t *bit)
 {
-    while (__cnm_ecall1(CNM_ECALL_ACQUIRE, (uint32_t)(uintptr_t)bit) != 0) {
+    while (__cnm_ecall1(CNM_ECALL_LOCK, (uint32_t)(uintptr_t)bit) != 0) {
     }
 }
 

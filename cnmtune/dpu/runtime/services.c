@@ -41,7 +41,7 @@ __CNM_SYS_TEXT(__cnm_atomic_bit_try_acquire) int __cnm_atomic_bit_try_acquire(ui
 
 __CNM_SYS_TEXT(__cnm_atomic_bit_acquire) void __cnm_atomic_bit_acquire(uint8_t *bit)
 {
-    while (__cnm_ecall1(CNM_ECALL_ACQUIRE, (uint32_t)(uintptr_t)bit) != 0) {
+    while (__cnm_ecall1(CNM_ECALL_LOCK, (uint32_t)(uintptr_t)bit) != 0) {
     }
 }
 

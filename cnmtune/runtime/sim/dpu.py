@@ -34,6 +34,7 @@ _ACTION_OF = {
     Service.HANDSHAKE_NOTIFY: Action.NOTIFY, Service.HANDSHAKE_WAIT_FOR: Action.WAIT_FOR,
     Service.PERFCOUNTER_CONFIG: Action.PERF_CONFIG, Service.PERFCOUNTER_GET: Action.PERF_GET,
     Service.ACQUIRE: Action.ACQUIRE, Service.RELEASE: Action.RELEASE, Service.BOOT: Action.BOOT,
+    Service.LOCK: Action.LOCK,
 }
 
 
@@ -185,7 +186,7 @@ class _Functional:
                 raise SimFault(self._where(t, event.pc, f"{service.name.lower()} on {a0:#x}, not a WRAM object"))
             initial = int(state.wram[a0 + 2])
             return segment(action, a0, initial - 256 if action != Action.BARRIER and initial > 127 else initial)
-        if action in (Action.ACQUIRE, Action.RELEASE):
+        if action in (Action.ACQUIRE, Action.RELEASE, Action.LOCK):
             return segment(action, a0 & 0xFF)
         return segment(action, a0, a1)
 

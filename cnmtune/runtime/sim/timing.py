@@ -6,7 +6,9 @@ most one per cycle, so n runnable tasklets each advance at 1 / max(period, n) sl
 tasklet blocks; one engine per DPU serves requests in order, each occupying it for
 beta * bytes (+ a fixed overhead) and completing alpha + beta * bytes after it starts.
 Synchronisation (barrier, semaphore, handshake, atomic bits) follows the UPMEM runtime's
-semantics in model time. The same engine drives live co-simulation (segments produced by the
+semantics in model time. A tasklet spinning on a taken lock waits for its release without
+issuing (a DPU spinner would issue an acquire every revolver period: the model is slightly
+optimistic for the other tasklets' issue rate under heavy lock contention). The same engine drives live co-simulation (segments produced by the
 functional layer on demand, counter values and lock results fed back) and pure replay of a
 recorded Trace under another DpuConfig.
 """
@@ -102,6 +104,7 @@ class DpuTimeline:
         self.dma_bytes = [0, 0]
         self.dma_transfers = 0
         self.bits: set[int] = set()
+        self.lock_waiters: dict[int, list[int]] = {}
         self.barriers: dict[int, list[int]] = {}
         self.semaphores: dict[int, int] = {}
         self.sem_waiters: dict[int, list[int]] = {}
@@ -261,8 +264,19 @@ class DpuTimeline:
             else:
                 self.bits.add(a0)
                 self._resume(t, 0)
+        elif action == Action.LOCK:
+            if a0 in self.bits:
+                self.lock_waiters.setdefault(a0, []).append(t)
+                self._block(t)
+            else:
+                self.bits.add(a0)
+                self._resume(t, 0)
         elif action == Action.RELEASE:
-            self.bits.discard(a0)
+            waiters = self.lock_waiters.get(a0)
+            if waiters:  # hand the bit straight to the first spinner
+                self._wake(waiters.pop(0), 0)
+            else:
+                self.bits.discard(a0)
             self._resume(t, None)
         elif action == Action.SEM_TAKE:
             count = self.semaphores.get(a0, a1) - 1

@@ -32,6 +32,7 @@ class Action(IntEnum):
     PERF_CONFIG = 11  # arg0 = counter mode, arg1 = reset; resumes with the previous value
     PERF_GET = 12     # resumes with the counter value
     STOP = 13         # the tasklet is done
+    LOCK = 14         # arg0 = atomic bit index; a spin lock: resumes with 0 once the bit is taken
 
 
 class Segment(NamedTuple):

@@ -1,6 +1,6 @@
 """A minimal one-tasklet host for the interpreter tests: ELF loading and the va workload.
 
-Services only what a one-tasklet va run needs (ME, BOOT, ACQUIRE/RELEASE for mem_alloc's
+Services only what a one-tasklet va run needs (ME, BOOT, LOCK/ACQUIRE/RELEASE for mem_alloc's
 heap lock, MRAM_READ/WRITE as numpy copies, BARRIER_WAIT as a no-op, STOP). It is a test
 harness, not the simulator's scheduler.
 """
@@ -89,7 +89,7 @@ def run_one_tasklet(loaded: LoadedElf, budget: int = 1 << 40) -> dict:
             return totals
         if service == ECALL["ME"]:
             regs[10] = 0
-        elif service == ECALL["ACQUIRE"]:
+        elif service in (ECALL["ACQUIRE"], ECALL["LOCK"]):
             regs[10] = int((a0 & 0xFF) in locks)
             locks.add(a0 & 0xFF)
         elif service == ECALL["RELEASE"]:
