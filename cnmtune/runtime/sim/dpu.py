@@ -223,7 +223,7 @@ class _Functional:
     def _where(self, t: int, pc: int, what: str) -> str:
         caller = int(self.state.regs[t, 1])
         function = self.image.function_at(pc)
-        if function in self.routines or function in ("mram_read", "mram_write"):
+        if function in self.routines:
             # a service wrapper: name the kernel code that called it
             function = f"{function} called from {self.image.function_at(caller)} (ra {caller:#010x})"
         return f"DPU {self.dpu.index}, tasklet {t}: {what} at pc {pc:#010x} in {function}"

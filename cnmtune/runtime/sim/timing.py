@@ -118,7 +118,7 @@ class DpuTimeline:
         self._running = 0
         self._seq = 0
         self._run_heap: list[tuple[float, int, int]] = []  # (virtual finish, seq, tasklet)
-        self._dma_heap: list[tuple[float, int, int]] = []  # (completion time, seq, tasklet)
+        self._wake_heap: list[tuple[float, int, int]] = []  # (DMA completion or timed wake-up, seq, tasklet)
 
     # ---------------------------------------------------------------- public
     def run(self) -> DpuTiming:
@@ -127,14 +127,14 @@ class DpuTimeline:
         period = self.config.revolver_period
         while True:
             self._drain_ready()
-            if not self._run_heap and not self._dma_heap:
+            if not self._run_heap and not self._wake_heap:
                 blocked = [t for t in range(MAX_TASKLETS) if self.state[t] == _SYNC]
                 if blocked:
                     raise Deadlock(self._deadlock_message(blocked))
                 break
             rate = 1.0 / max(period, self._running)
             t_run = self.now + (self._run_heap[0][0] - self.virtual) / rate if self._run_heap else math.inf
-            t_dma = self._dma_heap[0][0] if self._dma_heap else math.inf
+            t_dma = self._wake_heap[0][0] if self._wake_heap else math.inf
             t_next = max(min(t_run, t_dma), self.now)
             self.virtual += (t_next - self.now) * rate
             self.now = t_next
@@ -143,8 +143,8 @@ class DpuTimeline:
                 self._running -= 1
                 self._leave(t)
                 self._to_ready(t)
-            while self._dma_heap and self._dma_heap[0][0] <= self.now + 1e-9:
-                t = heapq.heappop(self._dma_heap)[2]
+            while self._wake_heap and self._wake_heap[0][0] <= self.now + 1e-9:
+                t = heapq.heappop(self._wake_heap)[2]
                 self._leave(t)
                 self._to_ready(t)
         for t in range(MAX_TASKLETS):
@@ -211,7 +211,7 @@ class DpuTimeline:
         self.engine_free = start + cfg.dma_beta * nbytes + cfg.dma_engine_overhead
         self._enter(t, _DMA)
         self._seq += 1
-        heapq.heappush(self._dma_heap, (start + alpha + cfg.dma_beta * nbytes, self._seq, t))
+        heapq.heappush(self._wake_heap, (start + alpha + cfg.dma_beta * nbytes, self._seq, t))
         self.dma_bytes[direction] += nbytes
         self.dma_transfers += 1
 
@@ -219,7 +219,7 @@ class DpuTimeline:
         """Resume tasklet t with `value` after `cycles` (accounted as synchronisation wait)."""
         self._enter(t, _SYNC)
         self._seq += 1
-        heapq.heappush(self._dma_heap, (self.now + cycles, self._seq, t))
+        heapq.heappush(self._wake_heap, (self.now + cycles, self._seq, t))
         self.pending[t] = _NEXT
         self.resume_value[t] = value
 
