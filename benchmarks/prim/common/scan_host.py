@@ -1,0 +1,124 @@
+"""Host side shared by SCAN-SSA and SCAN-RSS (PrIM's two prefix-sum variants): cnmtune's own.
+
+Each workload.py imports this module from the suite's common/ directory; they differ in the
+DPU program and in which DPU_RESULTS entry carries a DPU's total after the first launch.
+"""
+
+import numpy as np
+
+from cnmtune.dpu.memory_map import MRAM_SIZE
+from cnmtune.errors import KernelError
+from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
+from cnmtune.runtime.workload import ELEMENT_TYPES, Workload
+
+ARGS_DTYPE = np.dtype([("size_bytes", "<u4"), ("kernel", "<u4"), ("t_count", "<u8")])
+RESULT_BYTES = 8  # sizeof(scan_result_t)
+WRAM_BYTES, WRAM_RESERVED = 65536, 2048  # globals, __host data and the tasklets' stacks aside
+
+
+def slot_bits(value, dtype: np.dtype) -> int:
+    """An element's bytes in the low bytes of a 64-bit little-endian slot, as an integer."""
+    raw = np.array([value], dtype).tobytes().ljust(8, b"\0")
+    return int(np.frombuffer(raw, "<u8")[0])
+
+
+def slot_value(raw: bytes, dtype: np.dtype):
+    """The element in the low bytes of an 8-byte slot."""
+    return np.frombuffer(raw[: dtype.itemsize], dtype)[0]
+
+
+def make_args(size_bytes: int, kernel: int, t_count, dtype: np.dtype) -> np.ndarray:
+    args = np.zeros(1, ARGS_DTYPE)
+    args["size_bytes"], args["kernel"], args["t_count"] = size_bytes, kernel, slot_bits(t_count, dtype)
+    return args
+
+
+def check_wram(name: str, tasklets: int, buffers: int, block: int) -> None:
+    """Refuse tasklet counts whose stacks and WRAM buffers cannot fit (mem_alloc would fault)."""
+    need = tasklets * (1024 + buffers * block)
+    if need > WRAM_BYTES - WRAM_RESERVED:
+        most = (WRAM_BYTES - WRAM_RESERVED) // (1024 + buffers * block)
+        raise KernelError(f"{name}: {tasklets} tasklets with {buffers} x {block}-byte WRAM buffers each "
+                          f"do not fit in WRAM; at most {most} tasklets with this BL")
+
+
+def scan_inputs(size: int, dtype: np.dtype, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if dtype.kind == "f":
+        return (rng.integers(-64, 64, size, endpoint=True) / 4).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size, dtype=dtype, endpoint=True)
+
+
+def scan_reference(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":  # exact (see the docstring)
+        return np.cumsum(a.astype(np.float64)).astype(a.dtype)
+    # wrap-around sums: modulo 2^64, then truncated to the element type
+    return np.cumsum(a.astype(np.uint64), dtype=np.uint64).astype(a.dtype)
+
+
+def exclusive_scan(totals: list, dtype: np.dtype) -> list:
+    """Each DPU's offset: the sum of the totals of the DPUs before it, in the element type."""
+    offsets, acc = [], np.zeros(1, dtype)
+    with np.errstate(over="ignore"):
+        for total in totals:
+            offsets.append(acc[0])
+            acc = (acc + np.array([total], dtype)).astype(dtype)
+    return offsets
+
+
+def split_padded(workload, a: np.ndarray) -> tuple[int, list[np.ndarray]]:
+    """(elements per DPU, each DPU's zero-padded part): ceil(N / D) rounded up to T x REGS."""
+    itemsize = a.dtype.itemsize
+    regs = (1 << int(workload.config["BL"])) // itemsize
+    unit = workload.tasklets * regs
+    per_dpu = -(-workload.size // workload.nr_dpus)
+    per_dpu = -(-per_dpu // unit) * unit
+    if 2 * per_dpu * itemsize > MRAM_SIZE:
+        raise KernelError(f"{workload.name}: {per_dpu} elements per DPU (input and output) do not fit in MRAM")
+    padded = np.zeros(per_dpu * workload.nr_dpus, a.dtype)
+    padded[: workload.size] = a
+    return per_dpu, np.split(padded, workload.nr_dpus)
+
+
+class PrefixSum(Workload):
+    """PrIM's two-launch prefix sums: a first kernel per DPU, an exclusive scan of the DPU totals
+    on the host, a second kernel seeded with each DPU's offset."""
+
+    defines = {"BL": 10, "INT64": None}
+    define_choices = {"BL": tuple(range(3, 12))}
+    nr_tasklets = 16
+    sizes = {"small": 4096, "default": 3_932_160, "large": 7_864_320}
+    flag_groups = {"element type": ("INT64", *(t for t in ELEMENT_TYPES if t != "INT64"))}
+    total_entry = "last"  # which DPU_RESULTS entry holds the DPU total after launch 1: "first" or "last"
+
+    def __init__(self, size, nr_dpus, nr_tasklets, defines=None, seed=0):
+        super().__init__(size, nr_dpus, nr_tasklets, defines, seed)
+        check_wram(self.name, self.tasklets, 2, 1 << int(self.config["BL"]))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(ELEMENT_TYPES[self.flag("element type")])
+
+    def inputs(self):
+        return {"A": scan_inputs(self.size, self.dtype, self.seed)}
+
+    def reference(self, inputs):
+        return {"S": scan_reference(inputs["A"])}
+
+    def execute(self, device, inputs):
+        dtype = self.dtype
+        per_dpu, parts = split_padded(self, inputs["A"])
+        size_bytes = per_dpu * dtype.itemsize
+        device.push_to("DPU_INPUT_ARGUMENTS", [make_args(size_bytes, 0, 0, dtype)] * self.nr_dpus)
+        device.push_to(DPU_MRAM_HEAP_POINTER_NAME, parts)
+        device.launch()  # kernel 0
+        results = device.push_from("DPU_RESULTS", RESULT_BYTES * self.tasklets)
+        entry = (self.tasklets - 1 if self.total_entry == "last" else 0) * RESULT_BYTES
+        totals = [slot_value(raw[entry:], dtype) for raw in results]
+        offsets = exclusive_scan(totals, dtype)
+        device.push_to("DPU_INPUT_ARGUMENTS", [make_args(size_bytes, 1, o, dtype) for o in offsets])
+        device.launch()  # kernel 1, seeded with the DPU's offset
+        chunks = device.push_from(DPU_MRAM_HEAP_POINTER_NAME, size_bytes, offset=size_bytes)
+        s = np.concatenate([np.frombuffer(chunk, dtype) for chunk in chunks])
+        return {"S": s[: self.size]}
