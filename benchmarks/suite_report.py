@@ -57,10 +57,11 @@ def plot(rows: list[dict], tasklets: list[int], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for name in sorted({r["kernel"] for r in rows}):
+    colors = plt.get_cmap("tab20").colors  # one colour per kernel (the suite has 20)
+    for k, name in enumerate(sorted({r["kernel"] for r in rows})):
         points = [(r["tasklets"], r["speedup"]) for r in rows if r["kernel"] == name and "speedup" in r]
         if points:
-            ax.plot(*zip(*points), marker="o", label=name)
+            ax.plot(*zip(*points), marker="os^D"[k % 4], color=colors[k % len(colors)], label=name)
     ax.plot(tasklets, [min(t, 11) for t in tasklets], color="grey", ls="--", label="revolver bound min(T, 11)")
     ax.set_xlabel("tasklets")
     ax.set_ylabel("speedup over 1 tasklet")
