@@ -1,7 +1,7 @@
 /* RED: shared definitions of the host driver and the DPU kernel.
  *
- * Element type: a PrIM-style bare define (-DINT32, -DUINT64, -DFLOAT, ...); INT64 when none
- * of the others is given (the workload always passes -DINT64, which has the lowest priority).
+ * Element type: a PrIM-style bare define (-DINT32, -DUINT64, -DFLOAT, ...; ../../common/elem_type.h);
+ * INT64 when none is given.
  * BL is log2 of the MRAM->WRAM block in bytes.
  *
  * VERSION=SINGLE (default) or VERSION=TREE picks the intra-DPU reduction of the tasklets'
@@ -12,23 +12,8 @@
 
 #include <stdint.h>
 
-#if defined(UINT32)
-typedef uint32_t elem_t;
-#elif defined(INT32)
-typedef int32_t elem_t;
-#elif defined(UINT64)
-typedef uint64_t elem_t;
-#elif defined(FLOAT)
-typedef float elem_t;
-#elif defined(DOUBLE)
-typedef double elem_t;
-#elif defined(CHAR)
-typedef int8_t elem_t;
-#elif defined(SHORT)
-typedef int16_t elem_t;
-#else
-typedef int64_t elem_t;
-#endif
+#define PRIM_DEFAULT_ELEM int64_t
+#include "elem_type.h"
 
 #ifndef BL
 #define BL 10

@@ -7,23 +7,8 @@
 
 #include <stdint.h>
 
-#if defined(UINT32)
-typedef uint32_t elem_t;
-#elif defined(UINT64)
-typedef uint64_t elem_t;
-#elif defined(INT64)
-typedef int64_t elem_t;
-#elif defined(FLOAT)
-typedef float elem_t;
-#elif defined(DOUBLE)
-typedef double elem_t;
-#elif defined(CHAR)
-typedef int8_t elem_t;
-#elif defined(SHORT)
-typedef int16_t elem_t;
-#else
-typedef int32_t elem_t;
-#endif
+#define PRIM_DEFAULT_ELEM int32_t
+#include "elem_type.h"
 
 #ifndef BL
 #define BL 10
