@@ -91,3 +91,7 @@ class VerificationError(CnmtuneError):
 
 class DeviceError(CnmtuneError):
     """Misuse of the Device API (unknown symbol, unequal parallel sizes, no program loaded)."""
+
+
+class StoreError(CnmtuneError):
+    """A dataset store that cannot be opened, written or exported."""

@@ -1,0 +1,471 @@
+"""The dataset store: every compile, feature vector and run recorded in one SQLite file.
+
+One file, WAL journal, versioned schema (``PRAGMA user_version``) migrated step by step, one
+transaction per step. Every write runs in one ``BEGIN IMMEDIATE`` transaction (``batch()``),
+so a crash mid-batch leaves no partial rows, and every ``record_*`` is an upsert on its
+natural key, so re-running a generation is idempotent. Lookups by natural key hit unique
+indexes: "is this done?" is one indexed query.
+
+Concurrency: open one ``Store`` per process (or per thread; a connection is not shared across
+threads). Any number of processes may write to the same file at once; writers queue on the
+SQLite lock for up to ``timeout`` seconds. WAL needs a local filesystem (not NFS).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import astuple, dataclass, fields
+from enum import StrEnum
+from pathlib import Path
+from typing import Self
+
+from cnmtune.errors import CnmtuneError, SchemaMismatch, StoreError
+
+__all__ = [
+    "SCHEMA_VERSION", "CompileRecord", "RunRecord", "Status", "Store", "StoreError",
+    "StoreStats", "TrainingRow", "canonical_pipeline", "defines_key",
+]
+
+
+class Status(StrEnum):
+    """Outcome of a compile or a run; everything but OK is excluded from training."""
+
+    OK = "ok"
+    COMPILE_ERROR = "compile_error"
+    IRAM_OVERFLOW = "iram_overflow"
+    WRAM_OVERFLOW = "wram_overflow"
+    FAULT = "fault"
+    TIMEOUT = "timeout"
+    WRONG_RESULT = "wrong_result"
+    ERROR = "error"
+
+
+# Ordered migrations: MIGRATIONS[i] takes the file from version i to version i + 1.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: the base tables
+        "CREATE TABLE pipelines (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE)",
+        ("CREATE TABLE compiles (id INTEGER PRIMARY KEY, kernel TEXT NOT NULL,"
+        " pipeline_id INTEGER NOT NULL REFERENCES pipelines(id), defines TEXT NOT NULL,"
+        " tasklets INTEGER NOT NULL, elf_hash TEXT, status TEXT NOT NULL,"
+        " error TEXT NOT NULL DEFAULT '', seconds REAL NOT NULL DEFAULT 0,"
+        " UNIQUE (kernel, pipeline_id, defines, tasklets))"),
+        ("CREATE TABLE features (elf_hash TEXT NOT NULL, schema_hash TEXT NOT NULL,"
+        " data TEXT NOT NULL, PRIMARY KEY (elf_hash, schema_hash))"),
+        ("CREATE TABLE runs (id INTEGER PRIMARY KEY, elf_hash TEXT NOT NULL,"
+        " dpus INTEGER NOT NULL, tasklets INTEGER NOT NULL, size INTEGER NOT NULL,"
+        " config_hash TEXT NOT NULL, cycles INTEGER, kernel_seconds REAL,"
+        " transfer_seconds REAL, verified INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL,"
+        " error TEXT NOT NULL DEFAULT '', seconds REAL NOT NULL DEFAULT 0,"
+        " UNIQUE (elf_hash, dpus, tasklets, size, config_hash))"),
+    ),
+    (  # 2: IRAM size of a binary, device of a run, lookup indexes
+        "ALTER TABLE compiles ADD COLUMN iram_bytes INTEGER",
+        "ALTER TABLE runs ADD COLUMN device TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX compiles_elf ON compiles (elf_hash)",
+        "CREATE INDEX compiles_kernel ON compiles (kernel, status)",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+BASELINE_PIPELINE = "O0"
+
+
+def canonical_pipeline(text: str) -> str:
+    """Canonical pipeline text ('-O2' -> 'O2'); text outside the vocabulary is kept, trimmed."""
+    from cnmtune.passes.pipeline import Pipeline
+
+    try:
+        return Pipeline.parse(text).text
+    except CnmtuneError:
+        return ",".join(p.strip() for p in text.strip().split(","))
+
+
+def defines_key(defines: Mapping[str, object] | None) -> str:
+    """Canonical key of a set of -D defines: 'A=1;B' sorted by name ('' for none)."""
+    if not defines:
+        return ""
+    return ";".join(k if v is None else f"{k}={v}" for k, v in sorted(defines.items()))
+
+
+@dataclass(frozen=True)
+class CompileRecord:
+    """One compile of a kernel under a pipeline, defines and tasklet count."""
+
+    kernel: str
+    pipeline: str
+    defines: str
+    tasklets: int
+    elf_hash: str | None
+    status: Status
+    error: str = ""
+    seconds: float = 0.0
+    iram_bytes: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the compile produced a usable binary."""
+        return self.status is Status.OK
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One simulated (or real) run of a binary on a DPU configuration and input size."""
+
+    elf_hash: str
+    dpus: int
+    tasklets: int
+    size: int
+    config_hash: str
+    status: Status
+    cycles: int | None = None
+    kernel_seconds: float | None = None
+    transfer_seconds: float | None = None
+    verified: bool = False
+    error: str = ""
+    seconds: float = 0.0
+    device: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the run finished and its result was verified."""
+        return self.status is Status.OK and self.verified
+
+
+@dataclass(frozen=True)
+class TrainingRow:
+    """One training sample: a valid compile joined with a verified run (and its features)."""
+
+    kernel: str
+    pipeline: str
+    defines: str
+    elf_hash: str
+    dpus: int
+    tasklets: int
+    size: int
+    config_hash: str
+    cycles: int | None
+    kernel_seconds: float
+    transfer_seconds: float | None
+    speedup: float | None
+    features: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """Counts of a store: per kernel, per status, and how often binaries repeat."""
+
+    pipelines: int
+    compiles: int
+    runs: int
+    features: int
+    distinct_elfs: int
+    compiles_per_kernel: Mapping[str, int]
+    runs_per_kernel: Mapping[str, int]
+    compile_status: Mapping[str, int]
+    run_status: Mapping[str, int]
+    duplicate_binary_ratio: float
+
+
+_COMPILE_SELECT = (
+    "SELECT c.kernel, p.text, c.defines, c.tasklets, c.elf_hash, c.status, c.error,"
+    " c.seconds, c.iram_bytes FROM compiles c JOIN pipelines p ON p.id = c.pipeline_id"
+)
+_RUN_COLUMNS = ("elf_hash, dpus, tasklets, size, config_hash, status, cycles, kernel_seconds,"
+                " transfer_seconds, verified, error, seconds, device")
+_RUN_NAMES = _RUN_COLUMNS.replace(" ", "").split(",")
+_RUN_UPSERT = (
+    f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * len(_RUN_NAMES))})"
+    " ON CONFLICT (elf_hash, dpus, tasklets, size, config_hash) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _RUN_NAMES[5:])  # all but the key
+)
+_TRAINING_SQL = """
+WITH good AS (
+  SELECT c.kernel, p.text AS pipeline, c.defines, r.elf_hash, r.dpus, r.tasklets, r.size,
+         r.config_hash, r.cycles, r.kernel_seconds, r.transfer_seconds
+  FROM compiles c JOIN pipelines p ON p.id = c.pipeline_id
+  JOIN runs r ON r.elf_hash = c.elf_hash AND r.tasklets = c.tasklets
+  WHERE c.status = 'ok' AND r.status = 'ok' AND r.verified = 1 AND r.kernel_seconds > 0
+), base AS (
+  SELECT kernel, size, config_hash, MIN(kernel_seconds) AS seconds FROM good
+  WHERE pipeline = ? AND dpus = 1 AND tasklets = 1 GROUP BY kernel, size, config_hash
+)
+SELECT g.*, b.seconds / g.kernel_seconds AS speedup {feat_cols}
+FROM good g LEFT JOIN base b
+  ON b.kernel = g.kernel AND b.size = g.size AND b.config_hash = g.config_hash
+{feat_join}
+ORDER BY g.kernel, g.size, g.pipeline, g.defines, g.dpus, g.tasklets, g.config_hash
+"""
+
+
+class Store:
+    """The SQLite dataset store; a context manager that closes its connection."""
+
+    def __init__(self, path: str | os.PathLike, timeout: float = 60.0):
+        """Open (creating or migrating) the store at ``path``."""
+        self.path = Path(path)
+        self._depth = 0
+        self._conn = None
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            if self._conn is not None:
+                self._conn.close()
+            raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+        try:
+            self._migrate()
+        except BaseException as exc:
+            self._conn.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+            raise
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def version(self) -> int:
+        """Schema version of the open file."""
+        return self._conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def _migrate(self) -> None:
+        if self.version > SCHEMA_VERSION:
+            raise SchemaMismatch(f"store {self.path} has schema version {self.version}; this "
+                                 f"cnmtune reads up to version {SCHEMA_VERSION}: upgrade cnmtune")
+        while self.version < SCHEMA_VERSION:
+            with self.batch():  # re-read inside the lock: another process may have migrated
+                current = self.version
+                if current >= SCHEMA_VERSION:
+                    break
+                for statement in MIGRATIONS[current]:
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version = {current + 1}")
+
+    @contextmanager
+    def batch(self) -> Iterator[Store]:
+        """One write transaction: all writes inside commit together or not at all (nests)."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield self
+            finally:
+                self._depth -= 1
+            return
+        self._conn.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield self
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        else:
+            self._conn.execute("COMMIT")
+        finally:
+            self._depth = 0
+
+    # -- pipelines and compiles ------------------------------------------------------------
+
+    def add_pipeline(self, text: str) -> int:
+        """Id of the pipeline with this canonical text, inserting it once."""
+        canon = canonical_pipeline(text)
+        with self.batch():
+            self._conn.execute("INSERT INTO pipelines (text) VALUES (?) ON CONFLICT DO NOTHING",
+                               (canon,))
+            return self._conn.execute("SELECT id FROM pipelines WHERE text = ?",
+                                      (canon,)).fetchone()[0]
+
+    def record_compile(self, rec: CompileRecord) -> None:
+        """Insert or update the compile keyed by (kernel, pipeline, defines, tasklets)."""
+        with self.batch():
+            pid = self.add_pipeline(rec.pipeline)
+            self._conn.execute(
+                "INSERT INTO compiles (kernel, pipeline_id, defines, tasklets, elf_hash, status,"
+                " error, seconds, iram_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (kernel, pipeline_id, defines, tasklets) DO UPDATE SET"
+                " elf_hash = excluded.elf_hash, status = excluded.status, error = excluded.error,"
+                " seconds = excluded.seconds, iram_bytes = excluded.iram_bytes",
+                (rec.kernel, pid, rec.defines, rec.tasklets, rec.elf_hash, Status(rec.status).value,
+                 rec.error, rec.seconds, rec.iram_bytes))
+
+    def find_compile(self, kernel: str, pipeline_text: str, defines_key: str,
+                     tasklets: int) -> CompileRecord | None:
+        """The recorded compile for this key, or None when it was never compiled."""
+        row = self._conn.execute(
+            _COMPILE_SELECT + " WHERE c.kernel = ? AND p.text = ? AND c.defines = ?"
+            " AND c.tasklets = ?", (kernel, canonical_pipeline(pipeline_text), defines_key,
+                                    tasklets)).fetchone()
+        return None if row is None else _compile(row)
+
+    def compiles_for_elf(self, elf_hash: str) -> list[CompileRecord]:
+        """Every compile that produced this binary."""
+        rows = self._conn.execute(_COMPILE_SELECT + " WHERE c.elf_hash = ? ORDER BY c.id",
+                                  (elf_hash,))
+        return [_compile(row) for row in rows]
+
+    def compiles(self) -> list[CompileRecord]:
+        """Every recorded compile, in insertion order."""
+        return [_compile(row) for row in self._conn.execute(_COMPILE_SELECT + " ORDER BY c.id")]
+
+    # -- features --------------------------------------------------------------------------
+
+    def record_features(self, elf_hash: str, schema_hash: str,
+                        features: Mapping[str, float]) -> None:
+        """Insert or replace the feature dict of a binary under a feature schema."""
+        data = json.dumps({str(k): float(v) for k, v in features.items()})
+        with self.batch():
+            self._conn.execute(
+                "INSERT INTO features (elf_hash, schema_hash, data) VALUES (?, ?, ?)"
+                " ON CONFLICT (elf_hash, schema_hash) DO UPDATE SET data = excluded.data",
+                (elf_hash, schema_hash, data))
+
+    def features(self, elf_hash: str, schema_hash: str) -> dict[str, float] | None:
+        """The feature dict of a binary under a schema (names in recorded order), or None."""
+        row = self._conn.execute("SELECT data FROM features WHERE elf_hash = ? AND schema_hash = ?",
+                                 (elf_hash, schema_hash)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def record_run(self, rec: RunRecord) -> None:
+        """Insert or update the run keyed by (elf_hash, dpus, tasklets, size, config_hash)."""
+        values = [getattr(rec, c) for c in _RUN_NAMES]
+        values[5], values[9] = Status(rec.status).value, int(rec.verified)
+        with self.batch():
+            self._conn.execute(_RUN_UPSERT, values)
+
+    def find_run(self, elf_hash: str, dpus: int, tasklets: int, size: int,
+                 config_hash: str) -> RunRecord | None:
+        """The recorded run for this key, or None when it was never run."""
+        row = self._conn.execute(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE elf_hash = ? AND dpus = ? AND tasklets = ?"
+            " AND size = ? AND config_hash = ?", (elf_hash, dpus, tasklets, size, config_hash)
+        ).fetchone()
+        return None if row is None else _run(row)
+
+    def runs(self) -> list[RunRecord]:
+        """Every recorded run, in insertion order."""
+        return [_run(r) for r in self._conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id")]
+
+    # -- views -----------------------------------------------------------------------------
+
+    def training_view(self, schema_hash: str | None = None) -> list[TrainingRow]:
+        """Valid compiles x verified runs, with speedup over the (1 DPU, 1 tasklet, O0) baseline.
+
+        The baseline is the fastest such run of the same kernel, size and config hash; speedup
+        is None without one. With ``schema_hash`` only samples that have features under it are
+        returned, features attached; without it ``features`` is None.
+        """
+        if schema_hash is None:
+            sql, params = _TRAINING_SQL.format(feat_cols="", feat_join=""), (BASELINE_PIPELINE,)
+        else:
+            sql = _TRAINING_SQL.format(
+                feat_cols=", f.data", feat_join="JOIN features f ON f.elf_hash = g.elf_hash"
+                                                " AND f.schema_hash = ?")
+            params = (BASELINE_PIPELINE, schema_hash)
+        out = []
+        for row in self._conn.execute(sql, params):
+            feats = json.loads(row[12]) if schema_hash is not None else None
+            out.append(TrainingRow(*row[:12], features=feats))
+        return out
+
+    def stats(self) -> StoreStats:
+        """Counts per kernel and status; duplicate-binary ratio = 1 - distinct ELFs / binaries."""
+        q = self._conn.execute
+
+        def count(table: str) -> int:
+            return q(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+        binaries, distinct = q("SELECT COUNT(elf_hash), COUNT(DISTINCT elf_hash)"
+                               " FROM compiles").fetchone()
+        runs_per_kernel = q(
+            "SELECT c.kernel, COUNT(*) FROM runs r JOIN (SELECT DISTINCT kernel, elf_hash FROM"
+            " compiles) c ON c.elf_hash = r.elf_hash GROUP BY c.kernel ORDER BY c.kernel")
+        return StoreStats(
+            pipelines=count("pipelines"), compiles=count("compiles"), runs=count("runs"),
+            features=count("features"), distinct_elfs=distinct,
+            compiles_per_kernel=dict(q("SELECT kernel, COUNT(*) FROM compiles GROUP BY kernel"
+                                       " ORDER BY kernel")),
+            runs_per_kernel=dict(runs_per_kernel),
+            compile_status=dict(q("SELECT status, COUNT(*) FROM compiles GROUP BY status"
+                                  " ORDER BY status")),
+            run_status=dict(q("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status")),
+            duplicate_binary_ratio=(1.0 - distinct / binaries) if binaries else 0.0,
+        )
+
+    # -- export ----------------------------------------------------------------------------
+
+    def export(self, path: str | os.PathLike, table: str = "training",
+               schema_hash: str | None = None) -> Path:
+        """Write one table ('training', 'compiles', 'runs') to .csv or .parquet by suffix.
+
+        The training table gets one column per feature (prefixed 'f.') when ``schema_hash``
+        is given. The file is written next to its target and renamed, so no half file is kept.
+        """
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix not in (".csv", ".parquet"):
+            raise StoreError(f"cannot export to {path}: use a .csv or .parquet file name")
+        header, rows = self._table(table, schema_hash)
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            if suffix == ".csv":
+                with open(tmp, "w", newline="") as fh:
+                    writer = csv.writer(fh)
+                    writer.writerow(header)
+                    writer.writerows(rows)
+            else:
+                try:
+                    import pyarrow
+                    import pyarrow.parquet
+                except ImportError as exc:
+                    raise StoreError("export to .parquet needs the package 'pyarrow' (pip "
+                                     "install pyarrow), or export to .csv") from exc
+                columns = {name: [r[i] for r in rows] for i, name in enumerate(header)}
+                pyarrow.parquet.write_table(pyarrow.table(columns), tmp)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return path
+
+    def _table(self, table: str, schema_hash: str | None) -> tuple[list[str], list[tuple]]:
+        if table == "compiles":
+            recs: list = self.compiles()
+            header = [f.name for f in fields(CompileRecord)]
+        elif table == "runs":
+            recs = self.runs()
+            header = [f.name for f in fields(RunRecord)]
+        elif table == "training":
+            train = self.training_view(schema_hash)
+            names = list(train[0].features or {}) if train else []
+            header = [f.name for f in fields(TrainingRow)][:-1] + [f"f.{n}" for n in names]
+            rows = [astuple(r)[:-1] + tuple((r.features or {}).get(n) for n in names)
+                    for r in train]
+            return header, rows
+        else:
+            raise StoreError(f"unknown table {table!r}; valid: training, compiles, runs")
+        return header, [tuple(getattr(r, h).value if isinstance(getattr(r, h), Status)
+                              else getattr(r, h) for h in header) for r in recs]
+
+
+def _compile(row: tuple) -> CompileRecord:
+    return CompileRecord(*row[:5], Status(row[5]), *row[6:])
+
+
+def _run(row: tuple) -> RunRecord:
+    return RunRecord(*row[:5], Status(row[5]), *row[6:9], bool(row[9]), *row[10:])
