@@ -1,4 +1,11 @@
-"""Enumerating pipelines: the standard levels and seeded random pass sequences."""
+"""Enumerating pipelines: the standard levels and seeded random pass sequences.
+
+Two sampling schemes, both uniform over the pass vocabulary with replacement:
+- L2P-style: every sequence has the same length (`random_pipeline(length, seed)`);
+- CompilerGym-style: the length is itself drawn uniformly from [min_length, max_length].
+`pipeline_set` returns a de-duplicated list (by canonical text) of the requested size, the way
+L2P builds its 1,004 configurations: the levels O0..O3 plus 1,000 unique random sequences.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,8 @@ import random
 
 from cnmtune.passes.pipeline import LEVELS, Pipeline
 from cnmtune.passes.vocabulary import NAMES
+
+L2P_LEVELS: tuple[str, ...] = ("O0", "O1", "O2", "O3")
 
 
 def standard_levels() -> list[Pipeline]:
@@ -19,3 +28,28 @@ def random_pipeline(length: int, seed: int) -> Pipeline:
         raise ValueError("a random pipeline needs at least one pass")
     rng = random.Random(seed)
     return Pipeline(passes=tuple(rng.choice(NAMES) for _ in range(length)))
+
+
+def pipeline_set(count: int, seed: int = 0, length: int | None = 10, min_length: int = 1,
+                 max_length: int = 40, levels: tuple[str, ...] = L2P_LEVELS) -> list[Pipeline]:
+    """`levels` followed by unique random sequences, `count` pipelines in all, reproducible.
+
+    With `length` set every sequence has that many passes (L2P); with `length=None` each
+    length is drawn uniformly from [min_length, max_length] (CompilerGym-style).
+    """
+    if length is None and not 1 <= min_length <= max_length:
+        raise ValueError("need 1 <= min_length <= max_length")
+    chosen = [Pipeline(level=level) for level in levels][:count]
+    seen = {p.text for p in chosen}
+    rng = random.Random(seed)
+    attempts = 0
+    while len(chosen) < count:
+        attempts += 1
+        if attempts > 100 * count:
+            raise ValueError(f"cannot draw {count} distinct pipelines with these lengths")
+        size = length if length is not None else rng.randint(min_length, max_length)
+        pipeline = Pipeline(passes=tuple(rng.choice(NAMES) for _ in range(size)))
+        if pipeline.text not in seen:
+            seen.add(pipeline.text)
+            chosen.append(pipeline)
+    return chosen

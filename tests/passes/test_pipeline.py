@@ -61,3 +61,23 @@ def test_enumeration_is_seeded():
     assert random_pipeline(10, seed=3) != random_pipeline(10, seed=4)
     assert len(random_pipeline(20, seed=0).passes) == 20
     assert [p.text for p in standard_levels()] == list(LEVELS)
+
+
+def test_pipeline_set_l2p_style():
+    from cnmtune.passes import pipeline_set
+
+    pipelines = pipeline_set(1004, seed=1)
+    assert [p.text for p in pipelines[:4]] == ["O0", "O1", "O2", "O3"]
+    assert len({p.text for p in pipelines}) == 1004
+    assert all(len(p.passes) == 10 for p in pipelines[4:])
+    assert pipeline_set(50, seed=1) == pipelines[:50]  # reproducible prefix
+
+
+def test_pipeline_set_variable_length():
+    from cnmtune.passes import pipeline_set
+
+    pipelines = pipeline_set(200, seed=3, length=None, min_length=2, max_length=30)
+    lengths = {len(p.passes) for p in pipelines[4:]}
+    assert min(lengths) >= 2 and max(lengths) <= 30 and len(lengths) > 10
+    with pytest.raises(ValueError):
+        pipeline_set(10, length=None, min_length=5, max_length=2)

@@ -1,0 +1,62 @@
+"""The run-configuration grid of a tuning or dataset sweep: DPUs x tasklets x problem sizes.
+
+Validity follows the L2P protocol and the hardware: tasklets in 1..24, tasklets >= DPUs (L2P
+keeps only T >= D), and the workload must accept the combination (its WRAM and define checks
+run in its constructor). Invalid points are returned with their reason, not silently dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cnmtune.dpu.memory_map import MAX_TASKLETS
+from cnmtune.errors import KernelError
+from cnmtune.runtime.kernel import Kernel
+
+
+@dataclass(frozen=True, order=True)
+class RunConfig:
+    """One point of the grid: how many DPUs and tasklets, and the problem size."""
+
+    dpus: int
+    tasklets: int
+    size: int
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """A configuration and, when it cannot run, why."""
+
+    config: RunConfig
+    reason: str = ""
+
+    @property
+    def valid(self) -> bool:
+        return not self.reason
+
+
+def config_grid(kernel: Kernel, dpus: list[int], tasklets: list[int], sizes: list[int | str],
+                tasklets_at_least_dpus: bool = True) -> list[GridPoint]:
+    """Every (DPUs, tasklets, size) combination for `kernel`, each marked valid or not."""
+    points = []
+    for size in sizes:
+        total = kernel.workload.preset(size) if isinstance(size, str) else size
+        for d in dpus:
+            for t in tasklets:
+                config = RunConfig(d, t, total)
+                points.append(GridPoint(config, _invalid(kernel, config, tasklets_at_least_dpus)))
+    return points
+
+
+def _invalid(kernel: Kernel, config: RunConfig, tasklets_at_least_dpus: bool) -> str:
+    if not 1 <= config.tasklets <= MAX_TASKLETS:
+        return f"{config.tasklets} tasklets (a DPU runs 1..{MAX_TASKLETS})"
+    if config.dpus < 1:
+        return f"{config.dpus} DPUs"
+    if tasklets_at_least_dpus and config.tasklets < config.dpus:
+        return f"tasklets {config.tasklets} < DPUs {config.dpus} (L2P keeps T >= D)"
+    try:
+        kernel.workload(config.size, config.dpus, config.tasklets)
+    except KernelError as exc:
+        return str(exc)
+    return ""
