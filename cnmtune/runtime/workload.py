@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from cnmtune.dpu.memory_map import MAX_TASKLETS
+from cnmtune.dpu.memory_map import DEFAULT_STACK_SIZE, MAX_TASKLETS, WRAM_SIZE
 from cnmtune.errors import KernelError, VerificationError
 
 if TYPE_CHECKING:
@@ -96,6 +96,15 @@ class Workload:
             return key, type(default)(value) if default is not None else value
         except ValueError:
             raise KernelError(f"{cls.name}: parameter {key} expects {type(default).__name__}, got {value!r}") from None
+
+    def check_wram(self, per_tasklet: int, reserved: int = 1024) -> None:
+        """Refuse a tasklet count whose stacks and per-tasklet WRAM buffers exceed the WRAM left
+        after `reserved` bytes of globals (mem_alloc would fault on the DPU)."""
+        each = DEFAULT_STACK_SIZE + per_tasklet
+        budget = WRAM_SIZE - reserved
+        if self.tasklets * each > budget:
+            raise KernelError(f"{self.name}: {self.tasklets} tasklets with {per_tasklet} bytes of WRAM buffers "
+                              f"each do not fit in WRAM; at most {budget // each} tasklets with these defines")
 
     def flag(self, group: str) -> str:
         """The bare define chosen in a flag group (the group's first member if none is set)."""

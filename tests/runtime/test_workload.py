@@ -25,3 +25,13 @@ def test_presets_and_bad_sizes(va):
         va.workload.preset("huge")
     with pytest.raises(KernelError, match="problem size must be positive"):
         va.workload(0, 1, 16)
+
+
+def test_wram_check_refuses_tasklets_whose_buffers_do_not_fit():
+    from cnmtune.runtime.registry import find_kernel
+
+    sel = find_kernel("sel").workload
+    sel(4096, 1, 12, {"BL": 11})  # 12 x (1 KiB stack + 4 KiB) = 60 KiB fits beside 1 KiB of globals
+    with pytest.raises(KernelError, match=r"13 tasklets with 4096 bytes of WRAM buffers each do not fit in WRAM; "
+                                          r"at most 12 tasklets"):
+        sel(4096, 1, 13, {"BL": 11})

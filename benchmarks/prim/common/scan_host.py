@@ -13,7 +13,6 @@ from cnmtune.runtime.workload import ELEMENT_TYPES, Workload
 
 ARGS_DTYPE = np.dtype([("size_bytes", "<u4"), ("kernel", "<u4"), ("t_count", "<u8")])
 RESULT_BYTES = 8  # sizeof(scan_result_t)
-WRAM_BYTES, WRAM_RESERVED = 65536, 2048  # globals, __host data and the tasklets' stacks aside
 
 
 def slot_bits(value, dtype: np.dtype) -> int:
@@ -31,15 +30,6 @@ def make_args(size_bytes: int, kernel: int, t_count, dtype: np.dtype) -> np.ndar
     args = np.zeros(1, ARGS_DTYPE)
     args["size_bytes"], args["kernel"], args["t_count"] = size_bytes, kernel, slot_bits(t_count, dtype)
     return args
-
-
-def check_wram(name: str, tasklets: int, buffers: int, block: int) -> None:
-    """Refuse tasklet counts whose stacks and WRAM buffers cannot fit (mem_alloc would fault)."""
-    need = tasklets * (1024 + buffers * block)
-    if need > WRAM_BYTES - WRAM_RESERVED:
-        most = (WRAM_BYTES - WRAM_RESERVED) // (1024 + buffers * block)
-        raise KernelError(f"{name}: {tasklets} tasklets with {buffers} x {block}-byte WRAM buffers each "
-                          f"do not fit in WRAM; at most {most} tasklets with this BL")
 
 
 def scan_inputs(size: int, dtype: np.dtype, seed: int) -> np.ndarray:
@@ -94,7 +84,7 @@ class PrefixSum(Workload):
 
     def __init__(self, size, nr_dpus, nr_tasklets, defines=None, seed=0):
         super().__init__(size, nr_dpus, nr_tasklets, defines, seed)
-        check_wram(self.name, self.tasklets, 2, 1 << int(self.config["BL"]))
+        self.check_wram(2 << int(self.config["BL"]), reserved=2048)
 
     @property
     def dtype(self) -> np.dtype:

@@ -47,7 +47,6 @@ from cnmtune.errors import KernelError
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
 from cnmtune.runtime.workload import Workload
 
-WRAM_BUDGET = 64 * 1024 - 1024  # what stacks and per-tasklet buffers may use (globals aside)
 NO_INDEX = 0xFFFFFFFF
 
 
@@ -86,9 +85,7 @@ class TimeSeries(Workload):
                               f"{elems} (the elements of a 2^BL-byte block)")
         if self.query_len > self.size:
             raise KernelError(f"{self.name}: query_len={self.query_len} exceeds the series length {self.size}")
-        if self.tasklets * (1024 + 6 * block) > WRAM_BUDGET:
-            raise KernelError(f"{self.name}: BL={self.config['BL']} needs {6 * block} bytes of WRAM buffers "
-                              f"per tasklet: {self.tasklets} tasklets do not fit in 64 KiB")
+        self.check_wram(6 * block)
 
     @property
     def positions(self) -> int:

@@ -4,7 +4,7 @@ Keeps an element only if it differs from the element before it. int64.
 Size = total number of input elements over all DPUs (PrIM's strong scaling, `-x 1`).
 
 Compile time: BL, log2 of the MRAM->WRAM block in bytes (default 10; 3..11 keeps every DMA
-in 8..2048 B). Each tasklet allocates two 2^BL-byte WRAM buffers, so BL = 11 runs up to 11
+in 8..2048 B). Each tasklet allocates two 2^BL-byte WRAM buffers, so BL = 11 runs up to 12
 tasklets; BL <= 10 runs every tasklet count up to 16 (and BL <= 9 up to 24).
 
 Host side as PrIM: A[i] = i for even i and i + 1 for odd i (values come in pairs). The vector
@@ -40,7 +40,6 @@ from cnmtune.errors import KernelError
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
 from cnmtune.runtime.workload import Workload
 
-WRAM_BUDGET = 64 * 1024 - 1024  # what stacks and per-tasklet buffers may use (globals aside)
 RESULT_BYTES = 24  # sizeof(uni_result_t)
 
 
@@ -54,10 +53,7 @@ class Unique(Workload):
 
     def __init__(self, size, nr_dpus, nr_tasklets, defines=None, seed=0):
         super().__init__(size, nr_dpus, nr_tasklets, defines, seed)
-        block = 1 << int(self.config["BL"])
-        if self.tasklets * (1024 + 2 * block) > WRAM_BUDGET:
-            raise KernelError(f"{self.name}: BL={self.config['BL']} needs {2 * block} bytes of WRAM buffers "
-                              f"per tasklet: {self.tasklets} tasklets do not fit in 64 KiB")
+        self.check_wram(2 << int(self.config["BL"]))
 
     @property
     def chunk(self) -> int:
