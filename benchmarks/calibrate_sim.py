@@ -23,6 +23,7 @@ from rich.progress import Progress
 
 from cnmtune.runtime.sim import calibration
 from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.toolchain.cache import atomic_write
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CSV = HERE.parent.parent / "shared" / "calibration" / "upmem_hw_prim_times.csv"
@@ -65,7 +66,7 @@ def write_module(config: DpuConfig, csv_path: Path, before: dict, after: dict) -
         "}",
         "",
     ]
-    MODULE.write_text("\n".join(lines))
+    atomic_write(MODULE, ("\n".join(lines)).encode())
 
 
 def main() -> None:
@@ -91,8 +92,8 @@ def main() -> None:
     write_module(fitted, args.csv, before, after)
     console.print(f"fitted: kernel MAPE {after['kernel']['all']:.1f} %; wrote {MODULE}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"before": before, "after": after,
-                                     "fields": {n: getattr(fitted, n) for n in FITTED_FIELDS}}, indent=2) + "\n")
+    report = {"before": before, "after": after, "fields": {n: getattr(fitted, n) for n in FITTED_FIELDS}}
+    atomic_write(args.json, (json.dumps(report, indent=2) + "\n").encode())
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from cnmtune.costmodel import extract_features
 from cnmtune.passes import random_pipeline
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
+from cnmtune.runtime.toolchain.cache import atomic_write
 
 VA = Path(__file__).resolve().parent / "prim" / "va"
 
@@ -79,7 +80,7 @@ def main() -> None:
     Console().print(table)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        atomic_write(args.json, (json.dumps(result, indent=2) + "\n").encode())
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+from cnmtune.runtime.toolchain.cache import atomic_write
 
 HERE = Path(__file__).resolve().parent
 MICRO = HERE / "micro"
@@ -381,7 +382,7 @@ def write_json(results: dict, path: Path) -> Path:
             return [clean(v) for v in obj]
         return obj
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(clean(results), indent=1) + "\n")
+    atomic_write(path, (json.dumps(clean(results), indent=1) + "\n").encode())
     return path
 
 

@@ -23,6 +23,7 @@ from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.registry import list_kernels
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+from cnmtune.runtime.toolchain.cache import atomic_write
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SUITES = ("prim", "pim-ml")
@@ -104,7 +105,7 @@ def main() -> None:
         if "error" in r:
             console.print(f"[red]{r['kernel']} T={r['tasklets']}: {r['error']}[/]")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "suite_report.json").write_text(json.dumps(rows, indent=2) + "\n")
+    atomic_write((RESULTS / "suite_report.json"), (json.dumps(rows, indent=2) + "\n").encode())
     plot(rows, tasklets, RESULTS / "suite_speedup.png")
     console.print(f"wrote {RESULTS / 'suite_report.json'} and {RESULTS / 'suite_speedup.png'}")
 

@@ -29,6 +29,7 @@ from cnmtune.runtime.sim import calibration
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+from cnmtune.runtime.toolchain.cache import atomic_write
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -122,7 +123,7 @@ def main() -> None:
         import micro_sim
 
         report["micro"] = micro_sim.run_all(console)
-    (RESULTS / "validate_sim.json").write_text(json.dumps(report, indent=2) + "\n")
+    atomic_write((RESULTS / "validate_sim.json"), (json.dumps(report, indent=2) + "\n").encode())
     console.print(f"wrote {RESULTS / 'validate_sim.json'} and plots in {RESULTS}")
 
 
