@@ -69,6 +69,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX compiles_elf ON compiles (elf_hash)",
         "CREATE INDEX compiles_kernel ON compiles (kernel, status)",
     ),
+    (  # 3: one row per generation session (what was asked, where it ran, how long it took)
+        ("CREATE TABLE generations (id INTEGER PRIMARY KEY, started REAL NOT NULL,"
+         " spec TEXT NOT NULL, executor TEXT NOT NULL, workers INTEGER NOT NULL,"
+         " seconds REAL NOT NULL DEFAULT 0, compiles INTEGER NOT NULL DEFAULT 0,"
+         " runs INTEGER NOT NULL DEFAULT 0, finished INTEGER NOT NULL DEFAULT 0)"),
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 BASELINE_PIPELINE = "O0"
@@ -168,6 +174,20 @@ class StoreStats:
     compile_status: Mapping[str, int]
     run_status: Mapping[str, int]
     duplicate_binary_ratio: float
+    samples: int = 0
+    generations: int = 0
+    generation_seconds: float = 0.0
+    generated_runs: int = 0
+
+    @property
+    def samples_per_second(self) -> float:
+        """Training samples in the store per second of recorded generation (wall clock)."""
+        return self.samples / self.generation_seconds if self.generation_seconds else 0.0
+
+    @property
+    def simulations_per_second(self) -> float:
+        """Runs recorded by generation sessions per second of their wall clock."""
+        return self.generated_runs / self.generation_seconds if self.generation_seconds else 0.0
 
 
 _COMPILE_SELECT = (
@@ -362,6 +382,31 @@ class Store:
         """Every recorded run, in insertion order."""
         return [_run(r) for r in self._conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id")]
 
+    def run_keys(self, config_hash: str) -> dict[tuple[str, int, int, int], Status]:
+        """Status of every recorded run under a DpuConfig, by (elf_hash, dpus, tasklets, size)."""
+        rows = self._conn.execute("SELECT elf_hash, dpus, tasklets, size, status FROM runs"
+                                  " WHERE config_hash = ?", (config_hash,))
+        return {tuple(r[:4]): Status(r[4]) for r in rows}
+
+    # -- generation sessions ---------------------------------------------------------------
+
+    def start_generation(self, spec: Mapping[str, object], executor: str, workers: int,
+                         started: float) -> int:
+        """Record the start of a generation session; returns its id."""
+        with self.batch():
+            cur = self._conn.execute(
+                "INSERT INTO generations (started, spec, executor, workers) VALUES (?, ?, ?, ?)",
+                (started, json.dumps(spec, sort_keys=True), executor, workers))
+            return cur.lastrowid
+
+    def update_generation(self, generation: int, seconds: float, compiles: int, runs: int,
+                          finished: bool = False) -> None:
+        """Bring a session's wall time and counts up to date (call inside the batch it covers)."""
+        with self.batch():
+            self._conn.execute("UPDATE generations SET seconds = ?, compiles = ?, runs = ?,"
+                               " finished = ? WHERE id = ?",
+                               (seconds, compiles, runs, int(finished), generation))
+
     # -- views -----------------------------------------------------------------------------
 
     def training_view(self, schema_hash: str | None = None) -> list[TrainingRow]:
@@ -406,6 +451,11 @@ class Store:
                                   " ORDER BY status")),
             run_status=dict(q("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status")),
             duplicate_binary_ratio=(1.0 - distinct / binaries) if binaries else 0.0,
+            samples=q(f"SELECT COUNT(*) FROM ({_TRAINING_SQL.format(feat_cols='', feat_join='')})",
+                      (BASELINE_PIPELINE,)).fetchone()[0],
+            **dict(zip(("generations", "generation_seconds", "generated_runs"), q(
+                "SELECT COUNT(*), COALESCE(SUM(seconds), 0), COALESCE(SUM(runs), 0)"
+                " FROM generations").fetchone())),
         )
 
     # -- export ----------------------------------------------------------------------------

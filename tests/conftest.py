@@ -50,3 +50,13 @@ def make_kernel(tmp_path):
             (root / "workload.py").write_text(workload)
         return Kernel.load(root)
     return make
+
+
+@pytest.fixture(scope="session")
+def dask_client(isolated_cache):
+    """A real Dask LocalCluster: 2 worker processes, 1 thread each (started after the cache env)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        yield client

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.passes import PASSES, Pipeline, random_pipeline
 from cnmtune.plugin.compare import SUMMARY_ROWS, comparison_record, comparison_table, compile_all, plot_histograms
+from cnmtune.plugin.dataset_cli import dataset_app
+from cnmtune.plugin.output import console, emit_json, err_console
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.registry import find_kernel, list_kernels
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
@@ -28,8 +29,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console()
-err_console = Console(stderr=True)
+app.add_typer(dataset_app, name="dataset")
 
 
 def parse_defines(items: list[str]) -> dict[str, DefineValue]:
@@ -41,10 +41,6 @@ def parse_defines(items: list[str]) -> dict[str, DefineValue]:
             raise CnmtuneError(f"malformed define {item!r}; use -D NAME or -D NAME=VALUE")
         defines[key] = (int(value) if value.lstrip("-").isdigit() else value) if sep else None
     return defines
-
-
-def _emit_json(payload: object) -> None:
-    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
 @app.command()
@@ -70,7 +66,7 @@ def compile(
         "wram_static_bytes": memory.wram_static_bytes, "mram_static_bytes": memory.mram_static_bytes,
     }
     if as_json:
-        _emit_json(record)
+        emit_json(record)
         return
     table = Table(title=f"compiled {variant.label}", show_header=False)
     for key, value in record.items():
@@ -91,7 +87,7 @@ def features(
     if as_json:
         record = found.to_dict()
         record["feature_schema"] = {"version": schema.version, "hash": schema.hash, "columns": len(schema)}
-        _emit_json(record)
+        emit_json(record)
         return
     summary = Table(title=f"{elf.name}: {found.machine}, schema {schema.version} ({schema.hash})", show_header=False)
     for label, attr in SUMMARY_ROWS:
@@ -141,7 +137,7 @@ def compare(
     if plot:
         plot_histograms(compiled, plot)
     if as_json:
-        _emit_json(records)
+        emit_json(records)
         return
     console.print(comparison_table(compiled))
     for item in compiled:
@@ -179,7 +175,7 @@ def run(
     binary = ProxyToolchain().compile(variant)
     result = run_binary(binary, dpus, _size(kernel, size), seed=seed, params=params)
     if as_json:
-        _emit_json(result.to_dict())
+        emit_json(result.to_dict())
         return
     summary = Table(title=f"{result.variant} on {dpus} simulated DPU(s), size {result.size:,}: verified",
                     show_header=False)
@@ -226,7 +222,7 @@ def kernels(as_json: bool = typer.Option(False, "--json", help="print JSON")) ->
             "default_tasklets": w.nr_tasklets,
         })
     if as_json:
-        _emit_json(records)
+        emit_json(records)
         return
     table = Table(title=f"{len(records)} kernels")
     for column in ("name", "suite", "size counts", "presets (small/default/large)", "defines", "params"):
@@ -243,7 +239,7 @@ def kernels(as_json: bool = typer.Option(False, "--json", help="print JSON")) ->
 def passes(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """List the pass vocabulary (every transform llvmlite can apply)."""
     if as_json:
-        _emit_json([{"name": p.name, "scope": "module" if p.module_only else "function", "summary": p.summary}
+        emit_json([{"name": p.name, "scope": "module" if p.module_only else "function", "summary": p.summary}
                     for p in PASSES])
         return
     table = Table(title=f"{len(PASSES)} passes")

@@ -1,0 +1,67 @@
+"""Executors run real tasks in real processes and on a real Dask LocalCluster."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cnmtune.runtime.executor import DaskExecutor, InlineExecutor, ProcessExecutor, make_executor
+
+
+def square_or_fail(x: int) -> int:
+    """A task: squares x; 13 raises, 99 kills its worker process outright."""
+    if x == 13:
+        raise ValueError("unlucky")
+    if x == 99:
+        os._exit(3)
+    return x * x
+
+
+def _collect(executor, args, more=()):
+    """Submit `args`, and `more` once the first result arrives (submission while iterating)."""
+    for a in args:
+        executor.submit(square_or_fail, a)
+    out, extra = {}, list(more)
+    for outcome in executor.results():
+        out[outcome.arg] = outcome.value if outcome.ok else outcome.error
+        while extra:
+            executor.submit(square_or_fail, extra.pop())
+    return out
+
+
+def test_inline_runs_tasks_and_reports_errors():
+    with InlineExecutor() as ex:
+        out = _collect(ex, [1, 2, 13], more=[5])
+    assert out == {1: 1, 2: 4, 13: "ValueError: unlucky", 5: 25}
+
+
+def test_process_pool_survives_a_dying_worker():
+    with ProcessExecutor(2) as ex:
+        out = _collect(ex, [1, 2, 99, 3, 4, 13, 6], more=[7])
+    assert {k: v for k, v in out.items() if k not in (13, 99)} == {1: 1, 2: 4, 3: 9, 4: 16, 6: 36, 7: 49}
+    assert out[13] == "ValueError: unlucky"
+    assert "worker process died" in out[99]
+
+
+def test_dask_local_cluster(dask_client):
+    with DaskExecutor(dask_client) as ex:
+        assert ex.workers == 2 and "Dask at tcp://" in ex.description
+        out = _collect(ex, list(range(6)) + [13], more=[10])
+    assert out == {**{i: i * i for i in range(6)}, 13: "ValueError: unlucky", 10: 100}
+    assert dask_client.status == "running"  # a Client passed in is not closed by the executor
+
+
+def test_make_executor_choices(dask_client):
+    assert isinstance(make_executor(1), InlineExecutor)
+    with make_executor(2) as ex:
+        assert isinstance(ex, ProcessExecutor) and ex.workers == 2
+    with make_executor(scheduler=dask_client.scheduler.address) as ex:
+        assert isinstance(ex, DaskExecutor)
+
+
+def test_unreachable_scheduler_is_one_clear_error():
+    from cnmtune.errors import CnmtuneError
+
+    with pytest.raises(CnmtuneError, match="cannot reach the Dask scheduler tcp://127.0.0.1:9"):
+        DaskExecutor("tcp://127.0.0.1:9", connect_timeout=1)
