@@ -167,12 +167,12 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
         start = time.perf_counter()
         try:
             binary = _toolchain().compile(variant)
+            vector = extract_features(binary.elf_path).vector(schema)
         except CnmtuneError as exc:
             out.append(CompileResult(CompileRecord(
                 kernel.name, job.pipeline, key, tasklets, None, _status(exc), str(exc),
                 time.perf_counter() - start), None))
             continue
-        vector = extract_features(binary.elf_path).vector(schema)
         out.append(CompileResult(
             CompileRecord(kernel.name, job.pipeline, key, tasklets, binary.elf_hash, Status.OK,
                           "", binary.seconds, 4 * binary.memory.iram_instructions),

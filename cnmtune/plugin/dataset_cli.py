@@ -14,6 +14,7 @@ from rich.text import Text
 from cnmtune.plugin.dataset import DatasetSpec, GenerationReport, generate, parse_sizes
 from cnmtune.plugin.output import console, emit_json, err_console
 from cnmtune.runtime.executor import make_executor
+from cnmtune.runtime.registry import expand_kernels
 from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET
 from cnmtune.store import Store, StoreStats
 
@@ -34,7 +35,8 @@ class _RateColumn(ProgressColumn):
 
 @dataset_app.command("generate")
 def generate_command(
-    kernels: str = typer.Option(..., "--kernels", "-k", help="comma-separated kernel names or directories"),
+    kernels: str = typer.Option(..., "--kernels", "-k",
+                                help="comma-separated kernel names, directories or suites (prim, pim-ml)"),
     db: Path = typer.Option(..., "--db", help="SQLite store to create or complete"),
     pipelines: int = typer.Option(1004, "--pipelines", help="pipelines per kernel: O0..O3 + random sequences"),
     seed: int = typer.Option(0, "--seed", help="seed of the random pass sequences"),
@@ -51,7 +53,7 @@ def generate_command(
 ) -> None:
     """Compile every pipeline x tasklet count, simulate every distinct binary on the grid (resumable)."""
     spec = DatasetSpec(
-        kernels=tuple(k.strip() for k in kernels.split(",") if k.strip()), pipelines=pipelines,
+        kernels=tuple(expand_kernels([k.strip() for k in kernels.split(",") if k.strip()])), pipelines=pipelines,
         seed=seed, length=length or None, dpus=_ints(dpus), tasklets=_ints(tasklets),
         sizes=parse_sizes(s.strip() for s in sizes.split(",") if s.strip()), sim_config=sim_config,
         budget=budget, retry_failed=retry_failed)

@@ -38,6 +38,17 @@ def list_kernels() -> list[Kernel]:
     return list(seen.values())
 
 
+def expand_kernels(items: list[str]) -> list[str]:
+    """Kernel names or paths, with each suite name ('prim', 'pim-ml', 'micro') replaced by its kernels."""
+    out: list[str] = []
+    for item in items:
+        if item in SUITES and not Path(item).is_dir():
+            out += [Kernel.load(d).name for d in kernel_dirs() if d.parent == _BENCHMARKS / item]
+        else:
+            out.append(item)
+    return list(dict.fromkeys(out))
+
+
 def find_kernel(name_or_path: str | Path) -> Kernel:
     """A kernel by directory path, or by registered name."""
     path = Path(name_or_path)
