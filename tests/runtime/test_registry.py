@@ -35,3 +35,12 @@ def test_workload_parameters():
         gemv.parse_param("rows=3")
     with pytest.raises(KernelError, match="unknown parameter 'rows'"):
         gemv(16, 1, 16, rows=3)
+
+
+def test_expand_kernels_replaces_suites_by_their_kernels():
+    from cnmtune.runtime.registry import expand_kernels
+
+    expanded = expand_kernels(["va", "pim-ml", "prim"])
+    assert expanded[:5] == ["va", "lirnq", "lirq", "lornq", "lorq"]
+    assert len(expanded) == 20 and expanded.count("va") == 1  # va listed once, where first named
+    assert expand_kernels(["gemv", "/some/dir"]) == ["gemv", "/some/dir"]
