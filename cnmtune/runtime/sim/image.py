@@ -4,6 +4,11 @@ Which instructions are issue slots: kernel code and cnmtune's runtime run native
 too, so each of their instructions is charged one slot. Routines that DpuConfig prices by table
 (soft multiply/divide/float, and the service wrappers that stand for single DPU instructions)
 are charged at their entry and their rv32i bodies are not counted.
+
+Priced integer multiply/divide helpers of compiler_rt (``NATIVE_OPS``) are executed natively by
+the interpreter (see interpreter.py, NativeOp), which leaves every slot and routine count as it
+is. ``NATIVE_ROUTINES = False`` (or ``decode(config, native=False)``) decodes programs that
+interpret them instruction by instruction instead, e.g. to compare the two.
 """
 
 from __future__ import annotations
@@ -21,7 +26,19 @@ from elftools.elf.elffile import ELFFile
 from cnmtune.dpu.memory_map import IRAM_BASE, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
 from cnmtune.errors import ElfError
 from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.sim.interpreter import NativeOp
 from cnmtune.runtime.sim.program import DecodedProgram, decode_program
+
+# compiler_rt routines the interpreter can execute natively when they are table-charged.
+NATIVE_OPS: dict[str, NativeOp] = {
+    "__mulsi3": NativeOp.MUL32, "__udivsi3": NativeOp.UDIV32, "__umodsi3": NativeOp.UMOD32,
+    "__divsi3": NativeOp.DIV32, "__modsi3": NativeOp.MOD32, "__muldi3": NativeOp.MUL64,
+    "__udivdi3": NativeOp.UDIV64, "__umoddi3": NativeOp.UMOD64, "__divdi3": NativeOp.DIV64,
+    "__moddi3": NativeOp.MOD64,
+}
+# Default of ProgramImage.decode's `native`, read at each call: False makes newly decoded
+# programs interpret every routine (same slots and timing; only slower, more raw instructions).
+NATIVE_ROUTINES = True
 
 
 @dataclass(frozen=True)
@@ -64,9 +81,12 @@ class ProgramImage:
             return self.functions[k].name
         return "?"
 
-    def decode(self, config: DpuConfig) -> tuple[DecodedProgram, tuple[str, ...]]:
-        """Pre-decoded program with per-instruction accounting under `config`, and its routine names."""
-        return _decode(self, _table_signature(config))
+    def decode(self, config: DpuConfig, native: bool | None = None) -> tuple[DecodedProgram, tuple[str, ...]]:
+        """Pre-decoded program with per-instruction accounting under `config`, and its routine names.
+
+        native: execute the priced NATIVE_OPS routines natively (default: NATIVE_ROUTINES).
+        """
+        return _decode(self, _table_signature(config), NATIVE_ROUTINES if native is None else bool(native))
 
     def symbol(self, name: str) -> int:
         """Address of a symbol; KeyError if absent."""
@@ -78,7 +98,8 @@ def _table_signature(config: DpuConfig) -> tuple[tuple[str, int], ...]:
 
 
 @functools.lru_cache(maxsize=64)
-def _decode(image: ProgramImage, table: tuple[tuple[str, int], ...]) -> tuple[DecodedProgram, tuple[str, ...]]:
+def _decode(image: ProgramImage, table: tuple[tuple[str, int], ...],
+            native: bool = True) -> tuple[DecodedProgram, tuple[str, ...]]:
     priced = dict(table)
     count = len(image.text) // 4
     charge = np.ones(count, dtype=np.int8)
@@ -93,7 +114,9 @@ def _decode(image: ProgramImage, table: tuple[tuple[str, int], ...]) -> tuple[De
         routine[first] = len(names)
         names.append(fn.name)
     kinds = np.array([priced[name] for name in names], dtype=np.int8)
-    program = decode_program(image.text, IRAM_BASE, charge=charge, routine=routine, routine_kind=kinds)
+    natives = np.array([NATIVE_OPS.get(name, 0) if native else 0 for name in names], dtype=np.int8)
+    program = decode_program(image.text, IRAM_BASE, charge=charge, routine=routine, routine_kind=kinds,
+                             routine_native=natives)
     return program, tuple(names)
 
 

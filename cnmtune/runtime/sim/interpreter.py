@@ -15,6 +15,14 @@ is not inside a routine, ``routine_acc[t, id] += (1, param)`` with param from ``
 and the tasklet is inside until its pc equals the ra it had at the entry. Nested entries are
 part of the outer routine and not recorded. ``in_routine[t] = (id or -1, return address)``
 persists across calls, events and context switches.
+
+Native routines: a routine whose ``routine_native[id]`` is a ``NativeOp`` (compiler_rt's integer
+multiply/divide, selected by name in image.py) is not entered when its operands, ra and sp allow
+(``native_call``, ``native_entry_ok``; otherwise it is interpreted as above): the entry is
+recorded exactly as above, a0 (and a1) receive the C result and the tasklet continues at ra,
+counted as ONE raw instruction and no slot. Slots, routine_acc, events and results are those of
+interpretation; only raw-instruction counts (and with them the raw-instruction cap) and the dead
+stack space below sp, which the routine would have scribbled on, differ.
 """
 
 from __future__ import annotations
@@ -72,6 +80,34 @@ class RoutineKind(enum.IntEnum):
     MUL64 = 4  # x = a1:a0, y = a3:a2 (hi:lo); param = bits(min(x, y)) on 64 bits
     UDIV64 = 5  # x / y as above: 64 if y == 0 else max(0, clz64(y) - clz64(x) + 1)
     SDIV64 = 6  # UDIV64's rule on |x|, |y|
+
+
+class NativeOp(enum.IntEnum):
+    """What a table-charged routine computes when run_tasklet executes it natively (0: interpret).
+
+    ilp32 (RISC-V C ABI): 32-bit x = a0, y = a1, result in a0; 64-bit x = a1:a0, y = a3:a2
+    (hi:lo), result in a1:a0. C semantics: wrapping products, quotients truncated toward zero,
+    remainders with the sign of the dividend. A zero divisor and INT_MIN / -1 (INT64_MIN / -1)
+    are never computed natively: the routine runs instruction by instruction as usual.
+    """
+
+    NONE = 0
+    MUL32 = 1  # __mulsi3
+    UDIV32 = 2  # __udivsi3
+    UMOD32 = 3  # __umodsi3
+    DIV32 = 4  # __divsi3
+    MOD32 = 5  # __modsi3
+    MUL64 = 6  # __muldi3
+    UDIV64 = 7  # __udivdi3
+    UMOD64 = 8  # __umoddi3
+    DIV64 = 9  # __divdi3
+    MOD64 = 10  # __moddi3
+
+
+# Stack bytes a native call must leave below sp: more than any of the NativeOp routines of
+# zig's compiler_rt uses with its nested helpers (160 for __moddi3 -> __udivmoddi4 -> __muldi3 ->
+# __mulsi3; tests/runtime/sim/test_native_routines.py interprets them with exactly this room).
+NATIVE_STACK_MARGIN = 256
 
 
 # Plain ints for the jitted code (numba freezes module globals as constants).
@@ -136,6 +172,77 @@ def routine_param(kind, a0, a1, a2, a3):
 
 
 @njit(cache=True, nogil=True)
+def _mul32(a, b):
+    """(hi, lo) of the 64-bit product of two uint32 values held in int64 (no int64 overflow)."""
+    a0, a1, b0, b1 = a & 0xFFFF, a >> 16, b & 0xFFFF, b >> 16
+    p00, p01, p10 = a0 * b0, a0 * b1, a1 * b0
+    mid = (p00 >> 16) + (p01 & 0xFFFF) + (p10 & 0xFFFF)
+    return a1 * b1 + (p01 >> 16) + (p10 >> 16) + (mid >> 16), (p00 & 0xFFFF) | ((mid & 0xFFFF) << 16)
+
+
+@njit(cache=True, nogil=True)
+def native_call(op, a0, a1, a2, a3):
+    """(done, a0, a1) of NativeOp ``op`` called with a0..a3; done = 0: not computable natively
+    (zero divisor, signed overflow, unknown op), interpret the routine instead."""
+    a0, a1, a2, a3 = np.int64(a0) & M32, np.int64(a1) & M32, np.int64(a2) & M32, np.int64(a3) & M32
+    if op == 1:
+        return 1, _mul32(a0, a1)[1], a1
+    if op >= 2 and op <= 5:
+        if a1 == 0:
+            return 0, a0, a1
+        if op <= 3:
+            return 1, (a0 // a1 if op == 2 else a0 % a1), a1
+        if a0 == 0x80000000 and a1 == M32:  # INT_MIN / -1 overflows (and INT_MIN % -1 with it)
+            return 0, a0, a1
+        nx, ny = a0 >> 31, a1 >> 31  # signs; magnitudes below (|INT_MIN| = 2**31)
+        mx = ((-a0) & M32) if nx else a0
+        my = ((-a1) & M32) if ny else a1
+        if op == 4:
+            q = mx // my
+            return 1, ((-q) & M32) if nx != ny else q, a1
+        rem = mx % my
+        return 1, ((-rem) & M32) if nx else rem, a1
+    if op == 6:  # low 64 bits of x * y = xl*yl + ((xl*yh + xh*yl) << 32)
+        hi, lo = _mul32(a0, a2)
+        return 1, lo, (hi + _mul32(a0, a3)[1] + _mul32(a1, a2)[1]) & M32
+    if op >= 7 and op <= 10:
+        if a2 == 0 and a3 == 0:
+            return 0, a0, a1
+        s32 = np.uint64(32)
+        x = (np.uint64(a1) << s32) | np.uint64(a0)
+        y = (np.uint64(a3) << s32) | np.uint64(a2)
+        if op <= 8:
+            u = x // y if op == 7 else x % y
+            return 1, np.int64(u & np.uint64(M32)), np.int64(u >> s32)
+        if a0 == 0 and a1 == 0x80000000 and a2 == M32 and a3 == M32:
+            return 0, a0, a1  # INT64_MIN / -1 overflows (and INT64_MIN % -1 with it)
+        nx, ny = a1 >> 31, a3 >> 31
+        zero = np.uint64(0)  # uint64 throughout: mixing it with int64 would give float64
+        ux = (zero - x) if nx else x  # wrapping negation: |INT64_MIN| = 2**63 fits uint64
+        uy = (zero - y) if ny else y
+        if op == 9:
+            us = ux // uy
+            if nx != ny:
+                us = zero - us
+        else:
+            us = ux % uy
+            if nx:
+                us = zero - us
+        return 1, np.int64(us & np.uint64(M32)), np.int64(us >> s32)
+    return 0, a0, a1
+
+
+@njit(cache=True, nogil=True)
+def native_entry_ok(ret, sp, base, n, s_lo, s_hi, wlen):
+    """Whether a native call may replace interpretation: ra (``ret``) is an aligned pc of the
+    program, and sp is aligned and has NATIVE_STACK_MARGIN bytes of this tasklet's stack in WRAM
+    below it, so the routine itself could not have faulted."""
+    ridx = (ret - base) >> 2
+    return (((ret | sp) & 3) == 0 and ridx >= 0 and ridx < n and sp <= s_hi and sp <= wlen
+            and sp - NATIVE_STACK_MARGIN >= s_lo and sp >= NATIVE_STACK_MARGIN)
+
+
+@njit(cache=True, nogil=True)
 def _pc_of(idx, base):
     """The pc of an instruction index (inverse of program.target_address's encodings)."""
     if idx < MISALIGNED_TARGET_LIMIT:
@@ -177,13 +284,13 @@ def _store_small(m8, m16, off, op, v):
 
 
 @njit(cache=True, nogil=True)
-def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stack_lo, stack_hi,
-                routine_acc, in_routine, mram_accesses, budget, max_instructions, out):
+def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, wram, mram, stack_lo,
+                stack_hi, routine_acc, in_routine, mram_accesses, budget, max_instructions, out):
     """Run tasklet t from pcs[t] until an event; fill out[:6] and return the EventKind value.
 
-    budget: issue slots; max_instructions: raw-instruction cap. len(mram) must be a multiple
-    of 8. On return pcs[t], regs[t], in_routine[t], routine_acc[t], mram_accesses[t] and
-    memory are up to date.
+    budget: issue slots; max_instructions: raw-instruction cap. routine_native: NativeOp per
+    routine id (all 0: interpret every routine). len(mram) must be a multiple of 8. On return
+    pcs[t], regs[t], in_routine[t], routine_acc[t], mram_accesses[t] and memory are up to date.
     """
     n = code.shape[0]
     base = np.int64(text_address)
@@ -228,6 +335,22 @@ def run_tasklet(code, text_address, routine_kind, t, regs, pcs, wram, mram, stac
             c &= 1
             rid = code[idx, C_ROUTINE]
             if rid >= 0 and cur < 0:
+                nat = routine_native[rid]
+                if nat != 0:  # a native call: the routine's effect without entering it
+                    ret = np.int64(r[1])
+                    if native_entry_ok(ret, np.int64(r[2]), base, n, s_lo, s_hi, wlen):
+                        done, x0, x1 = native_call(nat, r[10], r[11], r[12], r[13])
+                        if done:
+                            routine_acc[t, rid, 0] += 1
+                            routine_acc[t, rid, 1] += routine_param(
+                                routine_kind[rid], np.int64(r[10]), np.int64(r[11]),
+                                np.int64(r[12]), np.int64(r[13]))
+                            in_routine[t, 1] = ret
+                            r[10] = x0
+                            r[11] = x1
+                            count += 1  # no slot: the entry word of a priced routine is free
+                            idx = (ret - base) >> 2
+                            continue
                 cur = rid
                 live = np.int64(0)
                 ret = np.int64(r[1])
@@ -466,8 +589,9 @@ class Interpreter:
         if state.routine_acc.shape[1] != p.n_routines:
             raise ValueError(f"routine_acc has {state.routine_acc.shape[1]} routines, "
                              f"the program {p.n_routines}")
-        run_tasklet(p.code, p.text_address, p.routine_kind, t, state.regs, state.pcs, state.wram,
-                    state.mram, state.stack_lo, state.stack_hi, state.routine_acc,
-                    state.in_routine, state.mram_accesses, budget, max_instructions, out)
+        run_tasklet(p.code, p.text_address, p.routine_kind, p.routine_native, t, state.regs,
+                    state.pcs, state.wram, state.mram, state.stack_lo, state.stack_hi,
+                    state.routine_acc, state.in_routine, state.mram_accesses, budget,
+                    max_instructions, out)
         kind, pc, slots, count, fault, address = out.tolist()
         return Event(_EVENT_KINDS[kind], pc, slots, count, _FAULT_KINDS[fault], address)

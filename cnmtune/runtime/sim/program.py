@@ -120,6 +120,7 @@ class DecodedProgram:
     charge: np.ndarray  # int8[n]: issue slots an execution of the word costs (0 or 1)
     routine: np.ndarray  # int16[n]: -1, or the table-charged routine whose entry this word is
     routine_kind: np.ndarray  # int8[R]: RoutineKind of each routine id (interpreter.py)
+    routine_native: np.ndarray  # int8[R]: NativeOp of each routine id, 0 = interpret (interpreter.py)
     code: np.ndarray = field(repr=False)  # int32[n, CODE_COLUMNS]: the columns above, packed (C_*)
 
     @property
@@ -192,12 +193,13 @@ def _decode_word(word: int, pc: int, index: int) -> tuple[int, int, int, int, in
 
 
 def decode_program(text: bytes, text_address: int, charge=None, routine=None,
-                   routine_kind=None) -> DecodedProgram:
+                   routine_kind=None, routine_native=None) -> DecodedProgram:
     """Predecode ``text`` (little-endian rv32i words) loaded at ``text_address``.
 
     charge: per-word issue slots (default 1 everywhere); routine: per-word routine id whose
     entry the word is (default -1); routine_kind: RoutineKind per routine id (default: kind 0
-    for ids 0..max(routine)). A trailing partial word is ignored.
+    for ids 0..max(routine)); routine_native: NativeOp per routine id (default 0: every routine
+    is interpreted). A trailing partial word is ignored.
     """
     if text_address & 3:
         raise ValueError(f"text address {text_address:#x} is not 4-aligned")
@@ -216,15 +218,19 @@ def decode_program(text: bytes, text_address: int, charge=None, routine=None,
     kind_arr = np.asarray(routine_kind, np.int8).copy()
     if routine_arr.max(initial=-1) >= len(kind_arr) or routine_arr.min(initial=-1) < -1:
         raise ValueError("routine ids must be -1 or index routine_kind")
+    native_arr = (np.zeros(len(kind_arr), np.int8) if routine_native is None
+                  else np.asarray(routine_native, np.int8).copy())
+    if native_arr.shape != kind_arr.shape or native_arr.min(initial=0) < 0:
+        raise ValueError("routine_native needs one NativeOp (>= 0) per routine id")
     code = np.zeros((n, CODE_COLUMNS), np.int32)
     code[:, C_OP:C_TARGET + 1] = fields
     code[:, C_CHARGE] = charge_arr | np.where(routine_arr >= 0, 2, 0).astype(np.int8)
     code[:, C_ROUTINE] = routine_arr
-    for arr in (words, charge_arr, routine_arr, kind_arr, code):
+    for arr in (words, charge_arr, routine_arr, kind_arr, native_arr, code):
         arr.setflags(write=False)
     return DecodedProgram(
         text_address=text_address, words=words, op=fields[:, 0].astype(np.uint8),
         rd=fields[:, 1].astype(np.uint8), rs1=fields[:, 2].astype(np.uint8),
         rs2=fields[:, 3].astype(np.uint8), imm=fields[:, 4].astype(np.int32),
         target=fields[:, 5].astype(np.int32), charge=charge_arr, routine=routine_arr,
-        routine_kind=kind_arr, code=code)
+        routine_kind=kind_arr, routine_native=native_arr, code=code)
