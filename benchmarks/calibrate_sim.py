@@ -23,7 +23,7 @@ from rich.progress import Progress
 
 from cnmtune.runtime.sim import calibration
 from cnmtune.runtime.sim.config import DpuConfig
-from cnmtune.runtime.toolchain.cache import atomic_write
+from cnmtune.atomic import atomic_write
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CSV = HERE.parent.parent / "shared" / "calibration" / "upmem_hw_prim_times.csv"

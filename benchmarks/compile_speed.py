@@ -24,7 +24,7 @@ from cnmtune.costmodel import extract_features
 from cnmtune.passes import random_pipeline
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
-from cnmtune.runtime.toolchain.cache import atomic_write
+from cnmtune.atomic import atomic_write
 
 VA = Path(__file__).resolve().parent / "prim" / "va"
 

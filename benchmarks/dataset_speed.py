@@ -38,7 +38,7 @@ from cnmtune.passes import pipeline_set
 from cnmtune.plugin.dataset import CompileJob, DatasetSpec, RunJob, compile_job, generate, run_job
 from cnmtune.runtime.executor import ProcessExecutor
 from cnmtune.runtime.registry import expand_kernels, find_kernel
-from cnmtune.runtime.toolchain.cache import atomic_write
+from cnmtune.atomic import atomic_write
 from cnmtune.store import Store
 
 L2P_TASKLETS = (1, 2, 4, 8, 16)

@@ -52,7 +52,7 @@ from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
-from cnmtune.runtime.toolchain.cache import atomic_write
+from cnmtune.atomic import atomic_write
 
 HERE = Path(__file__).resolve().parent
 MICRO = HERE / "micro"

@@ -24,7 +24,7 @@ from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.sim import interpreter as interpreter_module
 from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
-from cnmtune.runtime.toolchain.cache import atomic_write
+from cnmtune.atomic import atomic_write
 
 VA = Path(__file__).resolve().parent / "prim" / "va"
 

@@ -23,7 +23,7 @@ from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.registry import list_kernels
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
-from cnmtune.runtime.toolchain.cache import atomic_write
+from cnmtune.atomic import atomic_write
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SUITES = ("prim", "pim-ml")

@@ -29,7 +29,7 @@ from cnmtune.runtime.sim import calibration
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
-from cnmtune.runtime.toolchain.cache import atomic_write
+from cnmtune.atomic import atomic_write
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

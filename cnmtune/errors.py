@@ -65,6 +65,20 @@ class TruncatedElf(ElfError):
     """An ELF whose headers, sections or symbols run past the end of the file or are corrupt."""
 
 
+class DpuDecodeError(ElfError):
+    """A real DPU ELF whose code fails one of the decoder's self-checks (unknown or ambiguous
+    word, call or branch target, bootstrap); names the check, the address and the function."""
+
+    def __init__(self, message: str, check: str = "", address: int | None = None,
+                 function: str | None = None):
+        super().__init__(message)
+        self.check, self.address, self.function = check, address, function
+
+    def __reduce__(self):
+        # Keep the details when the error crosses a process boundary (dataset executors).
+        return type(self), (self.args[0], self.check, self.address, self.function)
+
+
 class SchemaMismatch(CnmtuneError):
     """Features, a vector or a model made for another feature schema."""
 
@@ -95,3 +109,11 @@ class DeviceError(CnmtuneError):
 
 class StoreError(CnmtuneError):
     """A dataset store that cannot be opened, written or exported."""
+
+
+class FeatureError(CnmtuneError):
+    """A feature matrix the cost model cannot use (NaN or infinite values)."""
+
+
+class ModelError(CnmtuneError):
+    """A cost-model file that is missing, corrupt, not ONNX, or not exported by cnmtune."""

@@ -60,3 +60,17 @@ def dask_client(isolated_cache):
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def l2p_db(tmp_path_factory, isolated_cache) -> Path:
+    """A small real dataset store: va and red, 16 pipelines, DPUs {1,2,4} x tasklets {1,4,16}, small size."""
+    from cnmtune.plugin.dataset import DatasetSpec, generate
+    from cnmtune.runtime.executor import InlineExecutor
+    from cnmtune.store import Store
+
+    db = tmp_path_factory.mktemp("l2p") / "l2p.sqlite"
+    spec = DatasetSpec(kernels=("va", "red"), pipelines=16, dpus=(1, 2, 4), tasklets=(1, 4, 16), sizes=("small",))
+    with Store(db) as store:
+        generate(spec, store, InlineExecutor())
+    return db

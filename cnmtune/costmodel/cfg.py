@@ -10,6 +10,9 @@ back edge when h dominates u, the loop is h plus every node reaching u without p
 loops sharing a header are one loop. An instruction's loop depth is the number of loops holding
 it; irreducible cycles (no dominating header) add no depth.
 
+``cfg_from_transfers`` builds blocks and loops from any ISA's list of control transfers; the
+real-DPU decoder (cnmtune.costmodel.dpu_program) uses it with the branches and jumps it decodes.
+
 The analysis of a function depends only on its bytes (branch, jal and auipc+jalr targets are
 pc-relative; an absolute lui+jalr jump back into its own function is not something compilers
 emit), so results are cached by those bytes: the runtime and compiler_rt functions shared by
@@ -97,6 +100,14 @@ def _analyse(program: Program, first: int, count: int) -> FunctionCfg:
             target = program.jalr_target(i)
             transfers.append((i - first, None if target is None else _inside(
                 i - first, target - program.address(i), count), False))
+    return cfg_from_transfers(transfers, count)
+
+
+def cfg_from_transfers(transfers: list[tuple[int, int | None, bool]],
+                       count: int) -> FunctionCfg:
+    """The CFG and natural loops of a function of ``count`` instructions from its control
+    transfers: (index of the transfer, target index inside the function or None, whether it
+    can fall through), indices relative to the function's start, in increasing order."""
     leaders = {0}
     for i, target, _ in transfers:
         if target is not None:

@@ -111,7 +111,7 @@ def disassemble(image: ElfImage) -> Program:
     """Decode every word of .text and attribute it to a function and a region."""
     words = np.frombuffer(image.text, dtype="<u4")
     n = len(words)
-    spans, is_symbol = _function_spans(image, n)
+    spans, is_symbol = function_spans(image, n)
     bounds = region_bounds(image)
     functions = tuple(Function(name, image.text_address + 4 * first, first, last - first,
                                _region(image.text_address + 4 * first, bounds))
@@ -138,23 +138,25 @@ def _region(address: int, bounds: dict[str, tuple[int, int]] | None) -> str:
     return RUNTIME
 
 
-def _function_spans(image: ElfImage, n: int) -> tuple[list[tuple[str, int, int]], list[bool]]:
-    """(name, first, last) instruction spans covering .text exactly once, and which of them
-    are function symbols.
+def function_spans(image: ElfImage, n: int,
+                   slot: int = 4) -> tuple[list[tuple[str, int, int]], list[bool]]:
+    """(name, first, last) instruction spans covering the ``n`` instructions of .text (``slot``
+    bytes each) exactly once, and which of them are function symbols.
 
     A function symbol of size 0 extends to the next function. Words no function covers become
     a span named after a global label at their start (e.g. an assembly ``_start`` without
     ``.type``), or ``<gap@0x...>``.
     """
     base = image.text_address
-    aligned = [f for f in image.functions if (f.address - base) % 4 == 0]
-    starts = [(f.address - base) // 4 for f in aligned] + [n]
+    aligned = [f for f in image.functions if (f.address - base) % slot == 0]
+    starts = [(f.address - base) // slot for f in aligned] + [n]
     spans: list[tuple[str, int, int]] = []
     for k, f in enumerate(aligned):
         first, following = starts[k], starts[k + 1]
-        last = min(following, first + (f.size + 3) // 4) if f.size else following
+        last = min(following, first + (f.size + slot - 1) // slot) if f.size else following
         spans.append((f.name, first, last))
-    labels = {(s.address - base) // 4: s.name for s in image.labels if (s.address - base) % 4 == 0}
+    labels = {(s.address - base) // slot: s.name for s in image.labels
+              if (s.address - base) % slot == 0}
     label_at = sorted(labels)
     filled: list[tuple[str, int, int]] = []
     is_symbol: list[bool] = []
@@ -165,7 +167,7 @@ def _function_spans(image: ElfImage, n: int) -> tuple[list[tuple[str, int, int]]
             # Split a gap at every global label inside it.
             k = bisect.bisect_right(label_at, gap_start)
             gap_end = min(label_at[k], span[1]) if k < len(label_at) else span[1]
-            name = labels.get(gap_start, f"<gap@0x{base + 4 * gap_start:08x}>")
+            name = labels.get(gap_start, f"<gap@0x{base + slot * gap_start:08x}>")
             filled.append((name, gap_start, gap_end))
             is_symbol.append(False)
             gap_start = gap_end

@@ -1,7 +1,9 @@
 """Loading and validating the linked ELF whose features the cost model reads.
 
 ``load_elf`` accepts the proxy target's binaries (ELF32, little endian, RISC-V, ET_EXEC, 4-byte
-instructions) and refuses everything else with one line naming the file and the cause. The
+instructions) and ``load_dpu_elf`` real UPMEM DPU binaries (ELF32, little endian, e_machine
+245, ET_EXEC, 8-byte instruction slots; shared/upmem/DPU_ISA.md §1); each refuses everything
+else with one line naming the file and the cause. ``elf_machine`` tells them apart. The
 headers and the symbol table are read with struct/numpy rather than pyelftools: pyelftools
 takes ~2 ms to open an ELF and ~20 us per symbol, and a linked image holds thousands of
 symbols (mostly ``$d`` and ``.L`` locals), while the whole extraction must stay in a few ms.
@@ -106,22 +108,44 @@ def machine_name(e_machine: int) -> str:
     return MACHINE_NAMES.get(e_machine, "unknown-machine")
 
 
+def read_source(source: str | Path | bytes, name: str | None = None) -> tuple[bytes, str]:
+    """The bytes of an ELF given as a path or as bytes, and the label errors name it by."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source), name or "<bytes>"
+    label = name or str(source)
+    try:
+        return Path(source).read_bytes(), label
+    except OSError as exc:
+        raise ElfError(f"{label}: cannot read the file ({exc.strerror or exc})") from None
+
+
+def elf_machine(data: bytes) -> int | None:
+    """The e_machine of an ELF's bytes, or None when they are not (enough of) an ELF."""
+    if data[:4] != b"\x7fELF" or len(data) < 20 or data[5] not in (1, 2):
+        return None
+    return struct.unpack_from("<H" if data[5] == 1 else ">H", data, 18)[0]
+
+
 def load_elf(source: str | Path | bytes, name: str | None = None) -> ElfImage:
     """Read and validate a proxy ELF from a path or from bytes; raise an ElfError subclass."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        data, label = bytes(source), name or "<bytes>"
-    else:
-        label = name or str(source)
-        try:
-            data = Path(source).read_bytes()
-        except OSError as exc:
-            raise ElfError(f"{label}: cannot read the file ({exc.strerror or exc})") from None
+    data, label = read_source(source, name)
     _check_identity(data, label)
     headers, sections = _read_sections(data, label)
     return _image(data, label, headers, sections)
 
 
-def _check_identity(data: bytes, label: str) -> None:
+def load_dpu_elf(source: str | Path | bytes, name: str | None = None) -> ElfImage:
+    """Read and validate a real UPMEM DPU ELF (e_machine 245) from a path or from bytes.
+
+    ``text`` holds the 8-byte instruction slots; decode them with cnmtune.costmodel.dpu_program.
+    """
+    data, label = read_source(source, name)
+    _check_identity(data, label, EM_DPU)
+    headers, sections = _read_sections(data, label)
+    return _image(data, label, headers, sections, machine="dpu", slot=8)
+
+
+def _check_identity(data: bytes, label: str, expected: int = EM_RISCV) -> None:
     if data[:4] != b"\x7fELF":
         head = data[:8]
         raise NotAnElf(f"{label}: not an ELF file (starts with {head!r}, expected b'\\x7fELF')")
@@ -131,27 +155,29 @@ def _check_identity(data: bytes, label: str) -> None:
     if ei_data not in (1, 2):
         raise TruncatedElf(f"{label}: corrupt ELF header (EI_DATA {ei_data} is neither LE nor BE)")
     (e_machine,) = struct.unpack_from("<H" if ei_data == 1 else ">H", data, 18)
-    if e_machine == EM_DPU:
+    if e_machine == EM_DPU and expected != EM_DPU:
         raise UnsupportedMachine(
-            f"{label}: UPMEM DPU ELF (e_machine 245): decoding real DPU binaries comes with the "
-            "DPU decoder (a later issue)")
-    if e_machine != EM_RISCV:
+            f"{label}: UPMEM DPU ELF (e_machine 245), not a RISC-V proxy binary; "
+            "extract_features reads it with the DPU decoder")
+    if e_machine != expected:
+        wanted = "UPMEM DPU" if expected == EM_DPU else "RISC-V rv32 proxy"
         raise UnsupportedMachine(
             f"{label}: {machine_name(e_machine)} ELF (e_machine {e_machine}); cnmtune reads "
-            "RISC-V rv32 proxy binaries")
+            f"{wanted} binaries")
+    arch, target = ("UPMEM DPU", "a DPU") if expected == EM_DPU else ("RISC-V", "the proxy target")
     if ei_class != 1:
-        kind = "ELF64 (rv64)" if ei_class == 2 else f"EI_CLASS {ei_class}"
-        raise UnsupportedMachine(f"{label}: {kind} RISC-V ELF; the proxy target is 32-bit rv32")
+        kind = "ELF64" + (" (rv64)" if expected == EM_RISCV else "") if ei_class == 2 \
+            else f"EI_CLASS {ei_class}"
+        raise UnsupportedMachine(f"{label}: {kind} {arch} ELF; {target} is 32-bit")
     if ei_data != 1:
-        raise UnsupportedMachine(
-            f"{label}: big-endian RISC-V ELF; the proxy target is little endian")
+        raise UnsupportedMachine(f"{label}: big-endian {arch} ELF; {target} is little endian")
     if len(data) < _EHDR.size:
         raise TruncatedElf(f"{label}: truncated ELF ({len(data)} bytes, the ELF header is cut)")
     e_type, = struct.unpack_from("<H", data, 16)
     if e_type != 2:
         raise ElfError(f"{label}: not an executable: {_ET_NAMES.get(e_type, f'e_type {e_type}')}")
     e_flags, = struct.unpack_from("<I", data, 36)
-    if e_flags & EF_RISCV_RVC:
+    if expected == EM_RISCV and e_flags & EF_RISCV_RVC:
         raise UnsupportedMachine(
             f"{label}: RISC-V ELF with compressed (C) instructions (e_flags RVC); the proxy "
             "target is rv32i with 4-byte instructions only")
@@ -189,16 +215,17 @@ def _read_sections(data: bytes, label: str) -> tuple[np.ndarray, tuple[Section, 
     return headers, sections
 
 
-def _image(data: bytes, label: str, headers: np.ndarray,
-           sections: tuple[Section, ...]) -> ElfImage:
+def _image(data: bytes, label: str, headers: np.ndarray, sections: tuple[Section, ...],
+           machine: str = "riscv32", slot: int = 4) -> ElfImage:
     index = {s.name: k for k, s in reversed(list(enumerate(sections)))}
     text = index.get(".text")
     if text is None or sections[text].size == 0:
         raise ElfError(f"{label}: no code: the ELF has no (or an empty) .text section")
     t_addr, t_size = sections[text].address, sections[text].size
-    if t_size % 4:
-        raise ElfError(f"{label}: .text is {t_size} bytes, not a whole number of 4-byte "
-                       "rv32i instructions")
+    if t_size % slot or t_addr % slot:
+        what = "8-byte DPU instruction slots" if machine == "dpu" else "4-byte rv32i instructions"
+        raise ElfError(f"{label}: .text is {t_size} bytes at 0x{t_addr:08x}, not a whole number "
+                       f"of aligned {what}")
     symtab = index.get(".symtab")
     if symtab is None or headers["type"][symtab] != _SHT_SYMTAB:
         raise ElfError(f"{label}: no .symtab (stripped ELF?); cnmtune needs the symbols to "
@@ -219,7 +246,7 @@ def _image(data: bytes, label: str, headers: np.ndarray,
         (s.address, data[int(h["offset"]):int(h["offset"]) + s.size])
         for s, h, keep in zip(sections, headers, stored.tolist())
         if keep and s.alloc and not s.executable and s.size)
-    return ElfImage(name=label, data=data, machine="riscv32", text_address=t_addr,
+    return ElfImage(name=label, data=data, machine=machine, text_address=t_addr,
                     text=data[t_off:t_off + t_size], sections=sections, functions=functions,
                     labels=labels, symbols=values, absolute=absolute, initialised=initialised)
 

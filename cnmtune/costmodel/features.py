@@ -4,7 +4,9 @@
 and a region (kernel, runtime, softlib), builds each function's CFG and natural loops
 (networkx), counts calls to runtime routines by name (kernels reach every DPU service through a
 runtime function: ecalls occur only inside the runtime), and reads the WRAM/MRAM footprints.
-``Features.vector(schema)`` projects the result onto a FeatureSchema.
+``Features.vector(schema)`` projects the result onto a FeatureSchema. A real UPMEM DPU ELF
+(e_machine 245) is read by cnmtune's own DPU decoder instead (cnmtune.costmodel.dpu_features)
+and follows ``dpu_schema()``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from cnmtune.costmodel.calls import call_sites, ecall_sites
 from cnmtune.dpu.abi import load_services
 from cnmtune.costmodel.cfg import loop_depths
 from cnmtune.costmodel.disasm import KERNEL, REGIONS, RUNTIME, SOFTLIB, disassemble
-from cnmtune.costmodel.elf import load_elf
+from cnmtune.costmodel.elf import EM_DPU, elf_machine, load_elf, read_source
 from cnmtune.costmodel.footprint import footprint
 from cnmtune.costmodel.schema import (DEFAULT_LOOP_WEIGHT, OTHER, SCALARS, SCHEMA_VERSION,
                                       FeatureSchema)
@@ -117,6 +119,10 @@ class Features:
 
     def vector(self, schema: FeatureSchema) -> np.ndarray:
         """The features as a float32 vector ordered like ``schema.names``."""
+        if (schema.version.startswith("dpu") or self.schema_version.startswith("dpu")) \
+                and schema.version != self.schema_version:
+            raise SchemaMismatch(f"{self.name}: {self.schema_version} features do not fit "
+                                 f"schema {schema.version} ({schema.hash})")
         if self.loop_weight != schema.loop_weight and any(
                 n.startswith(("wop:", "wcall:")) for n in schema.names):
             raise SchemaMismatch(
@@ -146,13 +152,21 @@ class Features:
 
 
 def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT_LOOP_WEIGHT,
-                     ecall_header: Path | None = None, name: str | None = None) -> Features:
-    """Read the static features of a linked proxy ELF (a path or its bytes).
+                     ecall_header: Path | None = None, name: str | None = None,
+                     shorthands: bool = True) -> Features:
+    """Read the static features of a linked proxy ELF or a real DPU ELF (a path or its bytes).
 
-    ``ecall_header`` is the service table naming ``total_ecalls`` (default: the DPU runtime's
-    cnm_ecall.h).
+    ``ecall_header`` is the service table naming ``total_ecalls`` of a proxy ELF (default: the
+    DPU runtime's cnm_ecall.h). ``shorthands`` (DPU ELFs only) counts ``move``, ``jeq``,
+    ``jump``, ... as objdump writes them; False counts the operation each encodes.
     """
-    image = load_elf(source, name)
+    data, label = read_source(source, name)
+    if elf_machine(data) == EM_DPU:
+        from cnmtune.costmodel.dpu_features import extract_dpu_features
+
+        return extract_dpu_features(data, loop_weight=loop_weight, shorthands=shorthands,
+                                    name=label)
+    image = load_elf(data, label)
     services = load_services(ecall_header)
     program = disassemble(image)
     local_depth, cfgs = loop_depths(program)

@@ -18,7 +18,10 @@ class Footprint:
     stacks) plus alignment. ``mram_static_bytes`` runs from the start of MRAM to
     ``__sys_used_mram_end``. ``nr_tasklets``/``stack_size`` are the absolute symbols
     NR_TASKLETS and STACK_SIZE_DEFAULT (else dpu.ld's ``__cnm_nr_tasklets``/
-    ``__cnm_stack_size``), None when the ELF has neither.
+    ``__cnm_stack_size``, else the SDK's per-tasklet ``STACK_SIZE_TASKLET_0``), None when the
+    ELF has none. Without the ``__sys_host_*``/``__sys_stacks_*`` range symbols (real DPU
+    ELFs), the SDK linker script's ``.data.__sys_host`` and ``.data.stacks`` sections give the
+    ranges (shared/upmem/FACTS.md §3).
     """
 
     wram_static_bytes: int
@@ -36,8 +39,8 @@ def footprint(image: ElfImage) -> Footprint:
     wram = [(s.address, s.address + s.size) for s in data if s.address < MRAM_BASE]
     mram = [(s.address, s.address + s.size) for s in data
             if MRAM_BASE <= s.address < MRAM_BASE + MRAM_SIZE]
-    host = _range(image, "__sys_host_start", "__sys_host_end")
-    stacks = _range(image, "__sys_stacks_start", "__sys_stacks_end")
+    host = _range(image, "__sys_host_start", "__sys_host_end", ".data.__sys_host")
+    stacks = _range(image, "__sys_stacks_start", "__sys_stacks_end", ".data.stacks")
     heap = image.symbol("__sys_heap_pointer_reset")
     wram_static = heap - WRAM_BASE if heap is not None else max((e for _, e in wram), default=0)
     mram_end = image.symbol("__sys_used_mram_end")
@@ -51,12 +54,16 @@ def footprint(image: ElfImage) -> Footprint:
                      wram_host_bytes=host[1] - host[0], wram_stack_bytes=stacks[1] - stacks[0],
                      mram_static_bytes=max(mram_static, 0),
                      nr_tasklets=_absolute(image, "NR_TASKLETS", "__cnm_nr_tasklets"),
-                     stack_size=_absolute(image, "STACK_SIZE_DEFAULT", "__cnm_stack_size"))
+                     stack_size=_absolute(image, "STACK_SIZE_DEFAULT", "__cnm_stack_size",
+                                          "STACK_SIZE_TASKLET_0"))
 
 
-def _range(image: ElfImage, start: str, end: str) -> tuple[int, int]:
+def _range(image: ElfImage, start: str, end: str, section: str) -> tuple[int, int]:
     lo, hi = image.symbol(start), image.symbol(end)
-    return (lo, hi) if lo is not None and hi is not None and hi >= lo else (0, 0)
+    if lo is not None and hi is not None and hi >= lo:
+        return lo, hi
+    found = next((s for s in image.sections if s.name == section and s.alloc), None)
+    return (found.address, found.address + found.size) if found is not None else (0, 0)
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> int:

@@ -13,6 +13,14 @@ There is no ecall family: kernels contain no ecall (llvmlite, which generates ke
 no RISC-V assembler), so every DPU service a kernel uses (``me``, ``mram_read``,
 ``barrier_wait``, ...) is a call to the runtime function wrapping it and lands in ``call:``.
 
+Real UPMEM DPU ELFs (e_machine 245) have their own schema, ``dpu_schema()``: the same
+families over the DPU vocabulary. ``op``/``wop`` list every mnemonic the decoder can emit
+(cnmtune.costmodel.dpu_isa: as llvm-objdump writes them, version ``dpu-1``, or with the
+shorthands counted as the operation they encode, ``dpu-1-ops``); ``call``/``wcall`` the
+runtime routines plus the SDK's ``__div32``/``__udiv32``; the scalars of the proxy schema
+except ``text_instructions``, which equals ``iram_instructions`` on a real DPU (its soft
+arithmetic lives in IRAM). Regions come from function names (cnmtune.costmodel.dpu_program).
+
 Every family ends with an ``other`` column that collects whatever the schema does not list,
 so projecting features onto a schema never drops counts. The hash is the first 16 hex digits
 (64 bits) of sha256 over the version, the loop weight and the names, one per line.
@@ -25,7 +33,9 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
+from cnmtune.costmodel.dpu_isa import encoding_table
 from cnmtune.costmodel.isa import RV32I_MNEMONICS
+from cnmtune.errors import SchemaMismatch
 
 #: proxy-2: no ecall families, runtime services as call columns, iram_instructions = kernel +
 #: runtime (the IRAM charge) and text_instructions = all of .text.
@@ -132,3 +142,32 @@ def default_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
         names.extend(f"{family}:{key}" for key in (*keys, OTHER))
     names.extend(SCALARS)
     return FeatureSchema(tuple(names), SCHEMA_VERSION, loop_weight)
+
+
+#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation.
+DPU_SCHEMA_VERSION = "dpu-1"
+DPU_OPS_SCHEMA_VERSION = "dpu-1-ops"
+#: The DPU call vocabulary: the runtime routines plus the SDK's 32-bit division entry points.
+DPU_RUNTIME_ROUTINES: tuple[str, ...] = (*RUNTIME_ROUTINES, "__div32", "__udiv32")
+DPU_SCALARS: tuple[str, ...] = tuple(s for s in SCALARS if s != "text_instructions")
+
+
+def dpu_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT, shorthands: bool = True) -> FeatureSchema:
+    """The schema of real DPU ELFs: op, wop, call, wcall over the DPU vocabulary, scalars."""
+    mnemonics = encoding_table().mnemonics(shorthands)
+    names: list[str] = []
+    for family, keys in (("op", mnemonics), ("wop", mnemonics),
+                         ("call", DPU_RUNTIME_ROUTINES), ("wcall", DPU_RUNTIME_ROUTINES)):
+        names.extend(f"{family}:{key}" for key in (*keys, OTHER))
+    names.extend(DPU_SCALARS)
+    version = DPU_SCHEMA_VERSION if shorthands else DPU_OPS_SCHEMA_VERSION
+    return FeatureSchema(tuple(names), version, loop_weight)
+
+
+def schema_for(version: str, loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
+    """The built-in schema of a version (``Features.schema_version``): proxy or DPU."""
+    if version == SCHEMA_VERSION:
+        return default_schema(loop_weight)
+    if version in (DPU_SCHEMA_VERSION, DPU_OPS_SCHEMA_VERSION):
+        return dpu_schema(loop_weight, shorthands=version == DPU_SCHEMA_VERSION)
+    raise SchemaMismatch(f"no built-in feature schema has version {version!r}")

@@ -16,11 +16,12 @@ from cnmtune.errors import CnmtuneError
 from cnmtune.passes import PASSES, Pipeline, random_pipeline
 from cnmtune.plugin.compare import SUMMARY_ROWS, comparison_record, comparison_table, compile_all, plot_histograms
 from cnmtune.plugin.dataset_cli import dataset_app
+from cnmtune.plugin.model_cli import model_app
 from cnmtune.plugin.output import console, emit_json, err_console
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.registry import find_kernel, list_kernels
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
-from cnmtune.runtime.toolchain.cache import atomic_write
+from cnmtune.atomic import atomic_write
 from cnmtune.runtime.workload import DefineValue
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(dataset_app, name="dataset")
+app.add_typer(model_app, name="model")
 
 
 def parse_defines(items: list[str]) -> dict[str, DefineValue]:
@@ -76,14 +78,17 @@ def compile(
 
 @app.command()
 def features(
-    elf: Path = typer.Argument(..., help="a linked DPU-proxy ELF (from `cnmtune compile`)"),
+    elf: Path = typer.Argument(..., help="a linked DPU-proxy ELF (from `cnmtune compile`) or a real UPMEM DPU ELF"),
     as_json: bool = typer.Option(False, "--json", help="print the full feature record as JSON"),
+    underlying: bool = typer.Option(False, "--underlying",
+                                    help="DPU ELFs: count shorthands (move, jeq, jump, ...) as the operation they encode"),
 ) -> None:
     """Static features of an ELF: opcode histogram, runtime calls, loops, footprints."""
-    from cnmtune.costmodel import default_schema, extract_features
+    from cnmtune.costmodel import extract_features
+    from cnmtune.costmodel.schema import schema_for
 
-    found = extract_features(elf)
-    schema = default_schema()
+    found = extract_features(elf, shorthands=not underlying)
+    schema = schema_for(found.schema_version, found.loop_weight)
     if as_json:
         record = found.to_dict()
         record["feature_schema"] = {"version": schema.version, "hash": schema.hash, "columns": len(schema)}

@@ -37,3 +37,35 @@ def elf_o0(sources) -> Path:
 def elf_o2(sources) -> Path:
     """The test kernel linked at -O2."""
     return build(sources, "O2")
+
+
+# -- the L2P network on a real dataset (the store comes from tests/conftest.py) -------------
+
+@pytest.fixture(scope="session")
+def small_config():
+    """Small enough to train in a second, large enough to learn the dataset; tests about the
+    default 12 x 256 architecture build it explicitly."""
+    from cnmtune.costmodel.model import L2PConfig
+
+    return L2PConfig(depth=2, width=128, dropout=0.1)
+
+
+@pytest.fixture(scope="session")
+def samples(l2p_db):
+    from cnmtune.costmodel.samples import load_samples
+
+    return load_samples(l2p_db)
+
+
+@pytest.fixture(scope="session")
+def splits(samples):
+    return samples.split(seed=0)
+
+
+@pytest.fixture(scope="session")
+def trained(splits, small_config):
+    """A small L2P model trained on both kernels (train/val split), seed 0."""
+    from cnmtune.costmodel.training import train
+
+    train_set, val_set, _ = splits
+    return train(small_config, train_set, val_set, epochs=200, patience=20, seed=0, threads=1)

@@ -81,8 +81,8 @@ def test_other_machines_are_named(elf_o0, tmp_path, machine, name):
 
 def test_a_real_upmem_dpu_elf_is_recognised(elf_o0, tmp_path):
     message = raises(UnsupportedMachine, patched(elf_o0, tmp_path, 18, "<H", 245))
-    assert "UPMEM DPU ELF (e_machine 245): decoding real DPU binaries comes with the DPU " \
-           "decoder (a later issue)" in message
+    assert "UPMEM DPU ELF (e_machine 245), not a RISC-V proxy binary; extract_features reads " \
+           "it with the DPU decoder" in message
 
 
 def test_elf64_and_compressed_riscv_are_refused(elf_o0, tmp_path):

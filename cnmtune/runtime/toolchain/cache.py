@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
+
+from cnmtune.atomic import atomic_write
 
 
 def default_cache_dir() -> Path:
@@ -28,19 +29,6 @@ def content_key(*parts: str | bytes) -> str:
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
     return digest.hexdigest()
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class BuildCache:

@@ -1,0 +1,42 @@
+"""A cost model's prediction (runtime seconds, speedups) and its evaluation against samples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cnmtune.costmodel.metrics import kernel_report
+from cnmtune.costmodel.samples import TARGETS, SampleSet
+
+
+@dataclass(frozen=True, eq=False)
+class Prediction:
+    """The log outputs of a model for a batch, by target name."""
+
+    log_targets: np.ndarray  # float [n, len(targets)]
+    targets: tuple[str, ...] = TARGETS
+
+    def _exp(self, target: str) -> np.ndarray | None:
+        if target not in self.targets:
+            return None
+        return np.exp(self.log_targets[:, self.targets.index(target)].astype(np.float64))
+
+    @property
+    def runtime_s(self) -> np.ndarray | None:
+        """Predicted kernel seconds, or None for a model without a runtime output."""
+        return self._exp("runtime")
+
+    @property
+    def speedup(self) -> np.ndarray | None:
+        """Predicted speedup over the O0 1-DPU 1-tasklet baseline, or None without that output."""
+        return self._exp("speedup")
+
+
+def evaluate(samples: SampleSet, prediction: Prediction, k: int = 10) -> dict[str, dict[str, float]]:
+    """Per-kernel accuracy and top-k metrics of a prediction for ``samples`` (see kernel_report)."""
+    if len(prediction.log_targets) != len(samples):
+        raise ValueError(f"{len(prediction.log_targets)} predictions for {len(samples)} samples")
+    true = np.exp(samples.y.astype(np.float64))
+    return kernel_report(samples.kernels, samples.groups, true[:, TARGETS.index("runtime")],
+                         true[:, TARGETS.index("speedup")], prediction.runtime_s, prediction.speedup, k)

@@ -1,0 +1,206 @@
+"""Training samples: the store's training view as arrays, with the L2P splits.
+
+A sample is one (binary, DPUs, tasklets, size) run. Its input row is the binary's feature
+vector under a feature schema followed by ``CONFIG_COLUMNS``; its targets are
+``log(kernel seconds)`` and ``log(speedup)`` over the (O0, 1 DPU, 1 tasklet) baseline, in
+``TARGETS`` order. Rows without a speedup (no baseline run of their kernel, size and simulator
+config) are dropped entirely, so every sample has both targets and one split serves every
+model variant; ``SampleSet.dropped`` counts them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from cnmtune.costmodel.schema import FeatureSchema, default_schema
+from cnmtune.errors import CnmtuneError, FeatureError, SchemaMismatch, StoreError
+from cnmtune.store import Store
+
+#: Configuration columns appended to the schema's features, part of a model's input contract.
+CONFIG_COLUMNS: tuple[str, ...] = ("cfg:log2_dpus", "cfg:log2_tasklets", "cfg:log2_size")
+#: Target names, in the column order of ``SampleSet.y`` (both natural logs).
+TARGETS: tuple[str, ...] = ("runtime", "speedup")
+#: The L2P split per kernel: train : validation : test.
+SPLIT_RATIOS: tuple[int, int, int] = (3, 1, 1)
+
+
+def input_columns(schema: FeatureSchema) -> tuple[str, ...]:
+    """The model input columns for a schema: its feature names, then ``CONFIG_COLUMNS``."""
+    return (*schema.names, *CONFIG_COLUMNS)
+
+
+def input_matrix(features: Sequence[Mapping[str, float]], dpus: Sequence[int],
+                 tasklets: Sequence[int], sizes: Sequence[int], schema: FeatureSchema,
+                 labels: Sequence[str] | None = None) -> np.ndarray:
+    """Model inputs (float32, ``[n, len(input_columns(schema))]``) from feature dicts and configs.
+
+    Raises SchemaMismatch when a feature dict does not follow ``schema`` and FeatureError on a
+    NaN or infinite value; ``labels`` name the rows in that message.
+    """
+    n = len(features)
+    out = np.empty((n, len(schema) + len(CONFIG_COLUMNS)), dtype=np.float64)
+    for i, feats in enumerate(features):
+        if tuple(feats) != schema.names:
+            raise SchemaMismatch(f"{_label(labels, i)}: features do not follow schema "
+                                 f"{schema.version} ({schema.hash})")
+        out[i, :len(schema)] = np.fromiter(feats.values(), dtype=np.float64, count=len(schema))
+    with np.errstate(divide="ignore"):  # log2(0) = -inf is reported below
+        out[:, len(schema):] = np.log2(np.column_stack([dpus, tasklets, sizes]).astype(np.float64))
+    bad = np.argwhere(~np.isfinite(out))
+    if len(bad):
+        row, col = bad[0]
+        columns = input_columns(schema)
+        raise FeatureError(f"{_label(labels, row)}: input column {columns[col]} is {out[row, col]} "
+                           f"({len(bad)} non-finite value(s) in {n} row(s))")
+    return out.astype(np.float32)
+
+
+def _label(labels: Sequence[str] | None, i: int) -> str:
+    return labels[i] if labels is not None else f"row {i}"
+
+
+@dataclass(frozen=True, eq=False)
+class SampleSet:
+    """Inputs ``X`` (float32 [n, columns]) and log targets ``y`` (float32 [n, 2]) with row keys.
+
+    The arrays are read-only by convention (``data_hash`` is computed once); ``take`` and
+    ``select`` return new sets.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    kernels: np.ndarray      # str, one per row
+    pipelines: np.ndarray    # str
+    dpus: np.ndarray         # int64
+    tasklets: np.ndarray     # int64
+    sizes: np.ndarray        # int64
+    schema: FeatureSchema
+    dropped: int = field(default=0)
+
+    def __len__(self) -> int:
+        return len(self.X)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Names of the columns of ``X``."""
+        return input_columns(self.schema)
+
+    @property
+    def groups(self) -> list[tuple[str, int]]:
+        """The ranking group of every row: (kernel, size)."""
+        return list(zip(self.kernels.tolist(), self.sizes.tolist()))
+
+    @property
+    def configs(self) -> list[tuple[int, int, int]]:
+        """The (DPUs, tasklets, size) configuration of every row."""
+        return list(zip(self.dpus.tolist(), self.tasklets.tolist(), self.sizes.tolist()))
+
+    @property
+    def kernel_names(self) -> list[str]:
+        """The distinct kernels, sorted."""
+        return sorted(set(self.kernels.tolist()))
+
+    @cached_property
+    def data_hash(self) -> str:
+        """sha256 of the bytes of X and y: identifies the training data in model metadata."""
+        digest = hashlib.sha256(np.ascontiguousarray(self.X).tobytes())
+        digest.update(np.ascontiguousarray(self.y).tobytes())
+        return digest.hexdigest()
+
+    def take(self, index: np.ndarray) -> SampleSet:
+        """The rows selected by an index array or boolean mask, in that order."""
+        return SampleSet(self.X[index], self.y[index], self.kernels[index], self.pipelines[index],
+                         self.dpus[index], self.tasklets[index], self.sizes[index], self.schema)
+
+    def select(self, kernels: Iterable[str] | None = None,
+               exclude: Iterable[str] | None = None) -> SampleSet:
+        """Only the rows of ``kernels`` (all when None), minus those of ``exclude``."""
+        mask = np.ones(len(self), dtype=bool)
+        if kernels is not None:
+            wanted = set(kernels)
+            unknown = sorted(wanted - set(self.kernel_names))
+            if unknown:
+                raise CnmtuneError(f"no samples of kernel(s) {', '.join(unknown)}; the data has "
+                                   f"{', '.join(self.kernel_names) or 'no kernels'}")
+            mask &= np.isin(self.kernels, sorted(wanted))
+        if exclude is not None:
+            mask &= ~np.isin(self.kernels, sorted(set(exclude)))
+        return self.take(mask)
+
+    def split(self, seed: int = 0) -> tuple[SampleSet, SampleSet, SampleSet]:
+        """Train, validation and test sets, 3:1:1 within every kernel (the L2P protocol)."""
+        parts: list[list[np.ndarray]] = [[], [], []]
+        total = sum(SPLIT_RATIOS)
+        for kernel in self.kernel_names:
+            rows = _kernel_rng(seed, kernel).permutation(np.flatnonzero(self.kernels == kernel))
+            n_val = n_test = round(len(rows) * SPLIT_RATIOS[1] / total)
+            n_train = len(rows) - n_val - n_test
+            for part, chunk in zip(parts, np.split(rows, [n_train, n_train + n_val])):
+                part.append(chunk)
+        return tuple(self.take(np.sort(np.concatenate(p))) for p in parts)  # type: ignore[return-value]
+
+    def fraction_split(self, fraction: float, seed: int = 0,
+                       minimum: int = 8) -> tuple[SampleSet, SampleSet]:
+        """A seeded random ``fraction`` of the rows (at least ``minimum``) and the rest."""
+        if not 0.0 < fraction < 1.0:
+            raise CnmtuneError(f"fraction must be in (0, 1), got {fraction}")
+        if len(self) < 2:
+            raise CnmtuneError(f"cannot split {len(self)} sample(s) into a fine-tuning and a rest set")
+        count = min(max(round(fraction * len(self)), minimum), len(self) - 1)
+        order = np.random.default_rng(seed).permutation(len(self))
+        return self.take(np.sort(order[:count])), self.take(np.sort(order[count:]))
+
+
+def _kernel_rng(seed: int, kernel: str) -> np.random.Generator:
+    # Seeded by (seed, kernel name), so a kernel's split does not depend on the other kernels.
+    return np.random.default_rng([seed, zlib.crc32(kernel.encode())])
+
+
+def load_samples(db: str | os.PathLike | Store, schema: FeatureSchema | None = None) -> SampleSet:
+    """The training samples of a dataset store under ``schema`` (default: the proxy schema)."""
+    schema = default_schema() if schema is None else schema
+    if isinstance(db, Store):
+        return _from_store(db, schema)
+    if not Path(db).is_file():  # opening a Store would create an empty one
+        raise StoreError(f"no dataset store at {db}")
+    with Store(db) as store:
+        return _from_store(store, schema)
+
+
+def _from_store(store: Store, schema: FeatureSchema) -> SampleSet:
+    rows = store.training_view(schema.hash)
+    if not rows:
+        available = len(store.training_view())
+        if available:
+            raise SchemaMismatch(f"{store.path}: {available} training sample(s) but none has features "
+                                 f"under schema {schema.version} ({schema.hash}); regenerate the dataset "
+                                 "with this cnmtune version")
+        raise CnmtuneError(f"{store.path}: no training samples (generate some with `cnmtune dataset generate`)")
+    kept = [r for r in rows if r.speedup is not None]
+    if not kept:
+        raise CnmtuneError(f"{store.path}: none of {len(rows)} sample(s) has a speedup baseline "
+                           "(an O0 run on 1 DPU with 1 tasklet of the same kernel and size)")
+    labels = [f"{r.kernel}[{r.pipeline}, {r.dpus} DPUs, {r.tasklets} tasklets, size {r.size}]" for r in kept]
+    X = input_matrix([r.features for r in kept], [r.dpus for r in kept], [r.tasklets for r in kept],
+                     [r.size for r in kept], schema, labels)
+    y = np.log(np.array([[r.kernel_seconds, r.speedup] for r in kept], dtype=np.float64))
+    bad = np.flatnonzero(~np.isfinite(y).all(axis=1))
+    if len(bad):
+        raise FeatureError(f"{labels[bad[0]]}: non-finite log target (kernel seconds "
+                           f"{kept[bad[0]].kernel_seconds}, speedup {kept[bad[0]].speedup})")
+    return SampleSet(
+        X=X, y=y.astype(np.float32),
+        kernels=np.array([r.kernel for r in kept], dtype=str),
+        pipelines=np.array([r.pipeline for r in kept], dtype=str),
+        dpus=np.array([r.dpus for r in kept], dtype=np.int64),
+        tasklets=np.array([r.tasklets for r in kept], dtype=np.int64),
+        sizes=np.array([r.size for r in kept], dtype=np.int64),
+        schema=schema, dropped=len(rows) - len(kept))

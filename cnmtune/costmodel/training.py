@@ -1,0 +1,174 @@
+"""Training and transfer fine-tuning of the L2P network.
+
+Training: Adam on the MSE of the log targets, minibatches, early stopping on the validation
+loss with a patience, and the best epoch's weights restored. Everything random is seeded
+(initial weights and dropout via ``torch.manual_seed``, minibatch order via a numpy Generator),
+so two runs with the same seed and thread count give identical weights.
+
+Fine-tuning (transfer to a new kernel, as in L2P): freeze the normalisation, the input layer
+and the first 6 blocks of a trained model and train the rest on a seeded random 1 % of the new
+kernel's samples (at least a minimum count) for a fixed number of epochs, then measure on the
+remaining samples. There is no validation split: 1 % of a kernel is tens to a few hundred
+samples; holding part of them out for early stopping leaves less to learn from and, at the low
+end, stops on the noise of a handful of points. A fixed epoch count is deterministic, and the
+frozen half of the network is what limits overfitting.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from cnmtune.costmodel.model import TRANSFER_FROZEN, L2PConfig, L2PModel
+from cnmtune.costmodel.prediction import Prediction, evaluate
+from cnmtune.costmodel.samples import SampleSet
+from cnmtune.errors import CnmtuneError, SchemaMismatch
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """A trained model (best epoch's weights, eval mode) and its learning curves."""
+
+    model: L2PModel
+    train_losses: list[float]
+    val_losses: list[float]
+    best_epoch: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class FinetuneResult:
+    """A fine-tuned copy of a model, what it was tuned on and its metrics on the rest."""
+
+    model: L2PModel
+    train_losses: list[float]
+    tuned_on: SampleSet
+    evaluated_on: SampleSet
+    metrics: dict[str, dict[str, float]]
+    seconds: float
+
+
+@contextmanager
+def _threads(count: int | None) -> Iterator[None]:
+    previous = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def predict(model: L2PModel, X: np.ndarray, batch_size: int = 4096) -> Prediction:
+    """The model's prediction for inputs ``X`` (eval mode, no gradients)."""
+    model.eval()
+    with torch.no_grad():
+        chunks = [model(torch.from_numpy(np.ascontiguousarray(X[i:i + batch_size], dtype=np.float32)))
+                  for i in range(0, len(X), batch_size)]
+    out = torch.cat(chunks).numpy() if chunks else np.zeros((0, len(model.config.targets)), np.float32)
+    return Prediction(out, model.config.targets)
+
+
+def _targets(model: L2PModel, samples: SampleSet) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(samples.y[:, model.config.target_index]))
+
+
+def _loss(model: L2PModel, samples: SampleSet) -> float:
+    predicted = torch.from_numpy(predict(model, samples.X).log_targets)
+    return float(F.mse_loss(predicted, _targets(model, samples)))
+
+
+def _epoch(model: L2PModel, samples: SampleSet, optimizer: torch.optim.Optimizer,
+           batch_size: int, rng: np.random.Generator) -> float:
+    """One pass over ``samples`` in a seeded random order; returns the mean training loss."""
+    model.train()
+    X, y = torch.from_numpy(samples.X), _targets(model, samples)
+    order = torch.from_numpy(rng.permutation(len(samples)))
+    total, seen = 0.0, 0
+    for start in range(0, len(samples), batch_size):
+        rows = order[start:start + batch_size]
+        if len(rows) < 2:  # BatchNorm cannot train on one sample
+            continue
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(X[rows]), y[rows])
+        loss.backward()
+        optimizer.step()
+        total, seen = total + loss.item() * len(rows), seen + len(rows)
+    return total / seen if seen else float("nan")
+
+
+def _optimizer(model: L2PModel, lr: float, weight_decay: float) -> torch.optim.Optimizer:
+    return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr,
+                            weight_decay=weight_decay)
+
+
+def train(config: L2PConfig, train_set: SampleSet, val_set: SampleSet, *, epochs: int = 500,
+          patience: int = 20, batch_size: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
+          seed: int = 0, threads: int | None = None,
+          on_epoch: Callable[[int, float, float], None] | None = None) -> TrainResult:
+    """Train a new L2P model with early stopping on ``val_set``; returns the best epoch's model.
+
+    ``on_epoch(epoch, train_loss, val_loss)`` is called after every epoch (progress display).
+    """
+    if epochs < 1:
+        raise CnmtuneError(f"epochs must be at least 1, got {epochs}")
+    if len(train_set) < 2 or len(val_set) < 1:
+        raise CnmtuneError(f"training needs at least 2 training and 1 validation sample(s), got "
+                           f"{len(train_set)} and {len(val_set)}")
+    if train_set.columns != val_set.columns:
+        raise CnmtuneError("training and validation samples have different input columns")
+    start = time.perf_counter()
+    with _threads(threads):
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
+        model = L2PModel(train_set.X.shape[1], config)
+        model.normalize.fit(train_set.X)
+        optimizer = _optimizer(model, lr, weight_decay)
+        train_losses: list[float] = []
+        val_losses: list[float] = []
+        best, best_epoch, best_state = float("inf"), -1, None
+        for epoch in range(epochs):
+            train_losses.append(_epoch(model, train_set, optimizer, batch_size, rng))
+            val_losses.append(_loss(model, val_set))
+            if on_epoch is not None:
+                on_epoch(epoch, train_losses[-1], val_losses[-1])
+            if val_losses[-1] < best:
+                best, best_epoch = val_losses[-1], epoch
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            elif epoch - best_epoch >= patience:
+                break
+        if best_state is not None:
+            model.load_state_dict(best_state)
+    return TrainResult(model.eval(), train_losses, val_losses, best_epoch, time.perf_counter() - start)
+
+
+def finetune(model: L2PModel, samples: SampleSet, fraction: float = 0.01, freeze: int = TRANSFER_FROZEN,
+             seed: int = 0, *, epochs: int = 100, minimum: int = 8, batch_size: int = 256,
+             lr: float = 1e-3, weight_decay: float = 0.0, threads: int | None = None,
+             k: int = 10) -> FinetuneResult:
+    """Fine-tune a copy of ``model`` on a random ``fraction`` (at least ``minimum``) of ``samples``.
+
+    The first ``freeze`` blocks (with normalisation and input layer) stay fixed; training runs
+    for ``epochs`` epochs; metrics (per kernel, top-``k``) are measured on the other samples.
+    """
+    if samples.X.shape[1] != model.n_inputs:
+        raise SchemaMismatch(f"fine-tuning samples have {samples.X.shape[1]} input columns, "
+                             f"the model expects {model.n_inputs}")
+    start = time.perf_counter()
+    tuned_on, rest = samples.fraction_split(fraction, seed, minimum)
+    with _threads(threads):
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
+        tuned = copy.deepcopy(model).freeze_first(freeze)
+        optimizer = _optimizer(tuned, lr, weight_decay)
+        losses = [_epoch(tuned, tuned_on, optimizer, batch_size, rng) for _ in range(epochs)]
+        tuned.eval()
+        metrics = evaluate(rest, predict(tuned, rest.X), k)
+    return FinetuneResult(tuned, losses, tuned_on, rest, metrics, time.perf_counter() - start)
