@@ -19,14 +19,15 @@ from cnmtune.errors import DeviceError, DmaError, SimFault, SimTimeout
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.dpu.abi import Service, fault_name
 from cnmtune.runtime.sim.image import ProgramImage
-from cnmtune.runtime.sim.interpreter import DpuState, Event, EventKind, FaultKind, Interpreter
+from cnmtune.runtime.sim.interpreter import (
+    DMA_MAX, DMA_MIN, SEGMENT_OUT_SIZE, SERVICE_ME, SERVICE_MRAM_READ, SERVICE_MRAM_WRITE, DpuState, Event,
+    EventKind, FaultKind, run_segment)
 from cnmtune.runtime.sim.printf import c_string, format_printf
-from cnmtune.runtime.sim.timing import DpuTimeline, DpuTiming
+from cnmtune.runtime.sim.program import DecodedProgram
+from cnmtune.runtime.sim.timing import DpuTimeline, DpuTiming, routine_cost_vectors
 from cnmtune.runtime.sim.trace import Action, Segment, Trace
 
 DEFAULT_BUDGET = 2_000_000_000  # raw instructions per DPU and launch before SimTimeout
-_SLOT_BUDGET = 2 ** 62
-_DMA_MIN, _DMA_MAX = 8, 2048
 _NONE = np.zeros(0, dtype=np.int64)  # a segment that called no table-charged routine
 
 _ACTION_OF = {
@@ -36,7 +37,16 @@ _ACTION_OF = {
     Service.ACQUIRE: Action.ACQUIRE, Service.RELEASE: Action.RELEASE, Service.BOOT: Action.BOOT,
     Service.LOCK: Action.LOCK,
 }
-
+# Plain values for the per-event path (no Enum construction or attribute lookups there).
+_SERVICES = {int(s): s for s in Service}
+_S_MRAM_READ, _S_MRAM_WRITE = int(Service.MRAM_READ), int(Service.MRAM_WRITE)
+_A_DMA_READ, _A_DMA_WRITE = Action.DMA_READ, Action.DMA_WRITE
+_PERF_ACTIONS = (Action.PERF_GET, Action.PERF_CONFIG)
+_ECALL, _BUDGET, _GROW, _EBREAK = (int(k) for k in (EventKind.ECALL, EventKind.BUDGET, EventKind.MRAM_GROW,
+                                                     EventKind.EBREAK))
+_new_segment = tuple.__new__  # Segment(...) without the NamedTuple's Python-level __new__
+if (SERVICE_ME, SERVICE_MRAM_READ, SERVICE_MRAM_WRITE) != (Service.ME, Service.MRAM_READ, Service.MRAM_WRITE):
+    raise ImportError("interpreter.run_segment's service numbers differ from cnm_ecall.h's")  # it services those
 
 class SimulatedDpu:
     """Memories and services of one DPU (see the module docstring)."""
@@ -91,21 +101,48 @@ class SimulatedDpu:
         if self.image is None:
             raise DeviceError(f"DPU {self.index}: no program loaded")
         program, routines = self.image.decode(config)
-        source = _Functional(self, Interpreter(program), routines, budget)
+        base, per = routine_cost_vectors(config, routines)
+        source = _Functional(self, program, routines, budget, base, per)
+        if self.state.routine_acc.shape[1] != program.n_routines:
+            raise ValueError(f"routine_acc has {self.state.routine_acc.shape[1]} routines, "
+                             f"the program {program.n_routines}")
         timing = DpuTimeline(config, routines, source, self.index).run()
-        return timing, Trace.from_segments(routines, source.segments)
+        return timing, source.trace()
 
 
 class _Functional:
-    """SegmentSource backed by the interpreter: runs a tasklet to its next timing event."""
+    """SegmentSource backed by the interpreter: runs a tasklet to its next timing event.
 
-    def __init__(self, dpu: SimulatedDpu, interpreter: Interpreter, routines: tuple[str, ...], budget: int):
-        self.dpu, self.interpreter, self.routines = dpu, interpreter, routines
+    The segments it hands to the timeline are already priced under the launch's DpuConfig (like
+    TraceReplay's), and it records the trace itself, in columns (see trace()).
+
+    Per-event work is kept small: the interpreter reports in its output buffer how many priced
+    routine entries the run recorded (with the last one's id and parameter) and the ecall's
+    arguments, so routine_acc is only read when a segment entered two routines or more.
+    Pricing is bit-identical to DpuTimeline's ``slots + float(counts @ base + params @ per)``:
+    with a single entry (count 1 at routine k) both dot products have one non-zero term, which
+    they compute exactly as ``1.0 * base[k]`` and ``param * per[k]``; with more, the same numpy
+    expression is evaluated on the same arrays.
+    """
+
+    def __init__(self, dpu: SimulatedDpu, program: DecodedProgram, routines: tuple[str, ...], budget: int,
+                 cost_base: np.ndarray, cost_per: np.ndarray):
+        self.dpu, self.program, self.routines = dpu, program, routines
         self.image, self.state = dpu.image, dpu.state
         self.budget = budget
         self.executed = 0
-        self.segments: list[Segment] = []
         self.last_action: list[Action | None] = [None] * MAX_TASKLETS
+        self._base, self._per = cost_base, cost_per
+        # plain floats for the one-routine fast path; a non-finite cost (0 * inf is nan in the
+        # dot products) always takes the numpy path
+        self._finite = bool(np.isfinite(cost_base).all() and np.isfinite(cost_per).all())
+        self._base_list, self._per_list = cost_base.tolist(), cost_per.tolist()
+        # the trace, by columns: (tasklet, slots, instructions, mram accesses, action, arg0, arg1)
+        # per segment; routine entries sparse: (segment, routine, param) for segments with one
+        # entry, (segment, counts, params) for segments with more
+        self._rows: list[tuple[int, int, int, int, int, int, int]] = []
+        self._single: list[tuple[int, int, int]] = []
+        self._multi: list[tuple[int, np.ndarray, np.ndarray]] = []
         state, image = self.state, self.image
         state.regs[:] = 0
         state.pcs[:] = image.entry
@@ -115,48 +152,96 @@ class _Functional:
         for t in range(MAX_TASKLETS):
             low = image.stacks_start + t * image.stack_size
             state.stack_lo[t], state.stack_hi[t] = low, low + image.stack_size
+        # what step() passes to run_tasklet on every call (only state.mram is ever reallocated)
+        self._fixed = (program.code, program.text_address, program.routine_kind, program.routine_native,
+                       state.regs, state.pcs, state.wram, state.stack_lo, state.stack_hi, state.routine_acc,
+                       state.in_routine, state.mram_accesses, np.zeros(SEGMENT_OUT_SIZE, np.int64), state)
 
     def step(self, tasklet: int, now: float, value: int | None) -> Segment:
-        state, t = self.state, tasklet
+        t = tasklet
+        (code, text_address, kinds, natives, regs, pcs, wram, stack_lo, stack_hi, acc, in_routine, mram_accesses,
+         out, state) = self._fixed
         if value is not None:
-            state.regs[t, 10] = value & 0xFFFFFFFF
-            if self.last_action[t] in (Action.PERF_GET, Action.PERF_CONFIG):  # 64-bit results only:
-                state.regs[t, 11] = (value >> 32) & 0xFFFFFFFF  # a1 is live across other services
-        slots = instructions = 0
+            regs[t, 10] = value & 0xFFFFFFFF
+            if self.last_action[t] in _PERF_ACTIONS:  # 64-bit results only:
+                regs[t, 11] = (value >> 32) & 0xFFFFFFFF  # a1 is live across other services
+        slots = instructions = entries = rid = param = 0
+        dma = False  # a DMA left to _dma (to grow mram, or to raise its error)
         while True:
-            event = self.interpreter.run(t, state, _SLOT_BUDGET, max(self.budget - self.executed, 1))
-            slots += event.slots
-            instructions += event.instructions
-            self.executed += event.instructions
-            if event.kind == EventKind.ECALL:
-                segment = self._service(t, event, slots, instructions)
-                if segment is not None:
-                    self.segments.append(segment)
-                    self.last_action[t] = segment.action
-                    return segment
+            run_segment(code, text_address, kinds, natives, t, regs, pcs, wram, state.mram, stack_lo, stack_hi,
+                         acc, in_routine, mram_accesses, self.budget - self.executed, out)
+            (kind, pc, run_slots, run_instructions, fault, address, _, _, _, a0, a1, a2, a7, accesses,
+             call_slots, call_instructions, call_entries, call_rid, call_param, done) = out.tolist()
+            slots += call_slots
+            instructions += call_instructions
+            self.executed += call_instructions
+            if call_entries:
+                entries += call_entries
+                rid, param = call_rid, call_param
+            if done:
+                action, arg0, arg1 = _A_DMA_READ if done == 1 else _A_DMA_WRITE, a2, 0
+                break
+            if kind == _ECALL:
+                if a7 == _S_MRAM_READ or a7 == _S_MRAM_WRITE:
+                    pcs[t] = (pc + 4) & 0xFFFFFFFF
+                    action, arg0, arg1 = _A_DMA_READ if a7 == _S_MRAM_READ else _A_DMA_WRITE, a2, 0
+                    dma = True
+                    break
+                serviced = self._service(t, pc, a0, a1, a7)
+                if serviced is not None:
+                    action, arg0, arg1 = serviced
+                    break
                 continue
-            if event.kind == EventKind.MRAM_GROW:
-                state.grow_mram(event.address - MRAM_BASE + 8)
+            if kind == _GROW:
+                state.grow_mram(address - MRAM_BASE + 8)
                 continue
-            if event.kind == EventKind.BUDGET:
-                raise SimTimeout(self._where(t, event.pc, f"instruction budget of {self.budget:,} exhausted "
-                                                          "(infinite loop?)"))
-            if event.kind == EventKind.EBREAK:
-                raise SimFault(self._where(t, event.pc, "ebreak"))
-            raise SimFault(self._fault_message(t, event))
+            if kind == _BUDGET:
+                raise SimTimeout(self._where(t, pc, f"instruction budget of {self.budget:,} exhausted "
+                                                    "(infinite loop?)"))
+            if kind == _EBREAK:
+                raise SimFault(self._where(t, pc, "ebreak"))
+            raise SimFault(self._fault_message(t, Event(EventKind(kind), pc, run_slots, run_instructions,
+                                                        FaultKind(fault), address)))
+        # take the segment's routine entries (routine_acc[t] is all zero again afterwards), price them
+        index = len(self._rows)
+        if not entries:
+            priced = slots
+        elif entries == 1 and self._finite:  # count 1 at rid: see the class docstring
+            acc[t, rid, 0] = 0
+            acc[t, rid, 1] = 0
+            self._single.append((index, rid, param))
+            priced = slots + (self._base_list[rid] + param * self._per_list[rid])
+        else:
+            row = acc[t]
+            counts, params = row[:, 0].copy(), row[:, 1].copy()
+            row[:] = 0
+            self._multi.append((index, counts, params))
+            priced = slots + float(counts @ self._base + params @ self._per)
+        if accesses:
+            mram_accesses[t] = 0
+        if dma:
+            if action == _A_DMA_READ:
+                self._dma(t, pc, True, a0, a1, a2)
+            else:
+                self._dma(t, pc, False, a1, a0, a2)
+        self._rows.append((t, slots, instructions, accesses, action, arg0, arg1))
+        self.last_action[t] = action
+        return _new_segment(Segment, (t, priced, instructions, _NONE, _NONE, accesses, action, arg0, arg1))
+
+    def trace(self) -> Trace:
+        """Everything step() returned, as a Trace (unpriced, config-free)."""
+        return Trace.from_columns(self.routines, self._rows, self._single, self._multi)
 
     # ------------------------------------------------------------ services
-    def _service(self, t: int, event: Event, slots: int, instructions: int) -> Segment | None:
+    def _service(self, t: int, pc: int, a0: int, a1: int, a7: int) -> tuple[Action, int, int] | None:
+        """Service an ecall other than a DMA: the segment's (action, arg0, arg1), or None to go on."""
         state = self.state
-        regs = state.regs[t]
-        a0, a1, a2 = int(regs[10]), int(regs[11]), int(regs[12])
-        try:
-            service = Service(int(regs[17]))
-        except ValueError:
-            raise SimFault(self._where(t, event.pc, f"unknown service {int(regs[17])} in a7")) from None
-        state.pcs[t] = (event.pc + 4) & 0xFFFFFFFF
+        service = _SERVICES.get(a7)
+        if service is None:
+            raise SimFault(self._where(t, pc, f"unknown service {a7} in a7"))
+        state.pcs[t] = (pc + 4) & 0xFFFFFFFF
         if service == Service.ME:
-            regs[10] = t
+            state.regs[t, 10] = t
             return None
         if service in (Service.PRINTF, Service.PUTS, Service.PUTCHAR):
             self.dpu._log.append(format_printf(state.wram, a0, a1) if service == Service.PRINTF
@@ -164,44 +249,39 @@ class _Functional:
                                  else chr(a0 & 0xFF))
             return None
         if service == Service.FAULT:
-            raise SimFault(self._where(t, event.pc, f"program fault {fault_name(a0)}"))
-        counts, params = self._take_routines(t)
-        accesses = int(state.mram_accesses[t])
-        state.mram_accesses[t] = 0
-
-        def segment(action: Action, arg0: int = 0, arg1: int = 0) -> Segment:
-            return Segment(t, slots, instructions, counts, params, accesses, action, arg0, arg1)
-
+            raise SimFault(self._where(t, pc, f"program fault {fault_name(a0)}"))
         if service == Service.STOP:
-            state.pcs[t] = event.pc
-            return segment(Action.STOP)
-        if service in (Service.MRAM_READ, Service.MRAM_WRITE):
-            read = service == Service.MRAM_READ
-            mram_addr, wram_addr = (a0, a1) if read else (a1, a0)
-            self._dma(t, event.pc, read, mram_addr, wram_addr, a2)
-            return segment(Action.DMA_READ if read else Action.DMA_WRITE, a2)
+            state.pcs[t] = pc
+            return Action.STOP, 0, 0
         action = _ACTION_OF[service]
         if action in (Action.BARRIER, Action.SEM_TAKE, Action.SEM_GIVE):
             if not 0 <= a0 < WRAM_SIZE - 3:
-                raise SimFault(self._where(t, event.pc, f"{service.name.lower()} on {a0:#x}, not a WRAM object"))
+                raise SimFault(self._where(t, pc, f"{service.name.lower()} on {a0:#x}, not a WRAM object"))
             initial = int(state.wram[a0 + 2])
-            return segment(action, a0, initial - 256 if action != Action.BARRIER and initial > 127 else initial)
+            return action, a0, initial - 256 if action != Action.BARRIER and initial > 127 else initial
         if action in (Action.ACQUIRE, Action.RELEASE, Action.LOCK):
-            return segment(action, a0 & 0xFF)
-        return segment(action, a0, a1)
-
-    def _take_routines(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        acc = self.state.routine_acc[t]
-        if not acc.any():
-            return _NONE, _NONE
-        counts, params = acc[:, 0].copy(), acc[:, 1].copy()
-        acc[:] = 0
-        return counts, params
+            return action, a0 & 0xFF, 0
+        return action, a0, a1
 
     def _dma(self, t: int, pc: int, read: bool, mram_addr: int, wram_addr: int, nbytes: int) -> None:
+        if (nbytes & 7 or not DMA_MIN <= nbytes <= DMA_MAX or (wram_addr | mram_addr) & 7
+                or not 0 <= wram_addr <= WRAM_SIZE - nbytes
+                or not MRAM_BASE <= mram_addr <= MRAM_BASE + MRAM_SIZE - nbytes):
+            self._dma_error(t, pc, read, mram_addr, wram_addr, nbytes)
+        state = self.state
+        offset = mram_addr - MRAM_BASE
+        end = offset + nbytes
+        if end > len(state.mram):
+            state.grow_mram(end)
+        if read:
+            state.wram[wram_addr:wram_addr + nbytes] = state.mram[offset:end]
+        else:
+            state.mram[offset:end] = state.wram[wram_addr:wram_addr + nbytes]
+
+    def _dma_error(self, t: int, pc: int, read: bool, mram_addr: int, wram_addr: int, nbytes: int) -> None:
         name = "mram_read" if read else "mram_write"
         problem = None
-        if nbytes % 8 or not _DMA_MIN <= nbytes <= _DMA_MAX:
+        if nbytes % 8 or not DMA_MIN <= nbytes <= DMA_MAX:
             problem = f"size {nbytes} B (must be a multiple of 8 in 8..2048)"
         elif wram_addr % 8 or mram_addr % 8:
             problem = f"misaligned address (WRAM {wram_addr:#x}, MRAM {mram_addr:#x}; both must be 8-aligned)"
@@ -209,15 +289,7 @@ class _Functional:
             problem = f"WRAM range {wram_addr:#x}+{nbytes} outside the 64 KiB WRAM"
         elif not MRAM_BASE <= mram_addr <= MRAM_BASE + MRAM_SIZE - nbytes:
             problem = f"MRAM range {mram_addr:#x}+{nbytes} outside MRAM [{MRAM_BASE:#x}, {MRAM_BASE + MRAM_SIZE:#x})"
-        if problem:
-            raise DmaError(self._where(t, pc, f"{name}: {problem}"))
-        state = self.state
-        offset = mram_addr - MRAM_BASE
-        state.grow_mram(offset + nbytes)
-        if read:
-            state.wram[wram_addr:wram_addr + nbytes] = state.mram[offset:offset + nbytes]
-        else:
-            state.mram[offset:offset + nbytes] = state.wram[wram_addr:wram_addr + nbytes]
+        raise DmaError(self._where(t, pc, f"{name}: {problem}"))
 
     # ------------------------------------------------------------ messages
     def _where(self, t: int, pc: int, what: str) -> str:

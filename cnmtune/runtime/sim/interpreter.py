@@ -2,7 +2,9 @@
 
 The architectural state lives in caller-owned numpy arrays (``DpuState``); ``run_tasklet`` is
 the njit entry point (callable from other njit code, e.g. a jitted scheduler, with no Python
-dispatch per event) and ``Interpreter.run`` is its thin Python wrapper.
+dispatch per event) and ``Interpreter.run`` is its thin Python wrapper. ``run_segment`` is the
+co-simulation's entry point: run_tasklet plus the services that need no Python (ME, valid DMAs),
+so that a segment usually costs one call.
 
 Accounting per executed instruction: ``slots += charge[i]`` (nothing while the tasklet is inside
 a table-charged routine: helpers it calls are part of its price) and ``instructions += 1``. The
@@ -39,7 +41,12 @@ from cnmtune.runtime.sim.program import (
     MISALIGNED_TARGET_LIMIT, DecodedProgram, Op)
 
 IRAM_REGION_BYTES = 4 * 1024 * 1024  # dpu.ld's iram region: stores anywhere in it are WRITE_TO_IRAM
-OUT_SIZE = 6  # out[] = kind, pc, slots, instructions, fault, address
+# out[] = kind, pc, slots, instructions, fault, address, then what the caller would otherwise read
+# back from the state: routine entries recorded in routine_acc by this run, the id and param of
+# the last of them (-1, 0 if none), a0, a1, a2, a7 at the return (an ECALL's arguments), and
+# mram_accesses[t] after the run.
+OUT_SIZE = 14
+OUT_EVENT = 6  # len(Event): the fields of out[] that Interpreter.run reports
 M32 = 0xFFFFFFFF
 _NEVER = -(2 ** 62)  # an instruction index no pc can have (a misaligned return address)
 
@@ -286,7 +293,7 @@ def _store_small(m8, m16, off, op, v):
 @njit(cache=True, nogil=True)
 def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, wram, mram, stack_lo,
                 stack_hi, routine_acc, in_routine, mram_accesses, budget, max_instructions, out):
-    """Run tasklet t from pcs[t] until an event; fill out[:6] and return the EventKind value.
+    """Run tasklet t from pcs[t] until an event; fill out[:OUT_SIZE] and return the EventKind value.
 
     budget: issue slots; max_instructions: raw-instruction cap. routine_native: NativeOp per
     routine id (all 0: interpret every routine). len(mram) must be a multiple of 8. On return
@@ -309,6 +316,9 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
     slots = np.int64(0)
     count = np.int64(0)
     macc = np.int64(0)
+    entries = np.int64(0)  # routine entries recorded in routine_acc[t] by this run
+    last_rid = np.int64(-1)
+    last_param = np.int64(0)
     ev = 0
     fault = 0
     memk = -1  # a failed data access: its _M_* classification
@@ -341,10 +351,12 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
                     if native_entry_ok(ret, np.int64(r[2]), base, n, s_lo, s_hi, wlen):
                         done, x0, x1 = native_call(nat, r[10], r[11], r[12], r[13])
                         if done:
+                            param = routine_param(routine_kind[rid], np.int64(r[10]), np.int64(r[11]),
+                                                  np.int64(r[12]), np.int64(r[13]))
                             routine_acc[t, rid, 0] += 1
-                            routine_acc[t, rid, 1] += routine_param(
-                                routine_kind[rid], np.int64(r[10]), np.int64(r[11]),
-                                np.int64(r[12]), np.int64(r[13]))
+                            routine_acc[t, rid, 1] += param
+                            entries += 1
+                            last_rid, last_param = np.int64(rid), np.int64(param)
                             in_routine[t, 1] = ret
                             r[10] = x0
                             r[11] = x1
@@ -356,10 +368,12 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
                 ret = np.int64(r[1])
                 ret_idx = (ret - base) >> 2 if (ret & 3) == 0 else _NEVER
                 in_routine[t, 1] = ret
+                param = routine_param(routine_kind[rid], np.int64(r[10]), np.int64(r[11]),
+                                      np.int64(r[12]), np.int64(r[13]))
                 routine_acc[t, rid, 0] += 1
-                routine_acc[t, rid, 1] += routine_param(routine_kind[rid], np.int64(r[10]),
-                                                        np.int64(r[11]), np.int64(r[12]),
-                                                        np.int64(r[13]))
+                routine_acc[t, rid, 1] += param
+                entries += 1
+                last_rid, last_param = np.int64(rid), np.int64(param)
         slots += c & live
         count += 1
         op = code[idx, C_OP]
@@ -516,7 +530,88 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
     out[3] = count
     out[4] = fault
     out[5] = faddr
+    out[6] = entries
+    out[7] = last_rid
+    out[8] = last_param
+    out[9] = r[10]
+    out[10] = r[11]
+    out[11] = r[12]
+    out[12] = r[17]
+    out[13] = mram_accesses[t]
     return ev
+
+
+# run_segment's services (cnm_ecall.h numbers, checked against abi.Service in dpu.py) and the DMA
+# sizes the runtime accepts (multiples of 8 in DMA_MIN..DMA_MAX)
+SERVICE_ME, SERVICE_MRAM_READ, SERVICE_MRAM_WRITE = 1, 4, 5
+DMA_MIN, DMA_MAX = 8, 2048
+# run_segment's out[]: run_tasklet's out[:OUT_SIZE] of the last run, then these totals of the call
+_SEG_SLOTS, _SEG_INSTRUCTIONS, _SEG_ENTRIES, _SEG_RID, _SEG_PARAM, _SEG_DMA = range(OUT_SIZE, OUT_SIZE + 6)
+SEGMENT_OUT_SIZE = OUT_SIZE + 6
+_SLOT_BUDGET = 2 ** 62
+
+
+@njit(cache=True, nogil=True)
+def run_segment(code, text_address, routine_kind, routine_native, t, regs, pcs, wram, mram, stack_lo, stack_hi,
+                routine_acc, in_routine, mram_accesses, left, out):
+    """run_tasklet (no slot budget) until an event the caller must see, servicing what needs no Python.
+
+    The co-simulation's per-segment loop (dpu.py, _Functional.step) in one call for the common
+    cases: an ECALL of ME sets a0 = t, moves pc past the ecall and runs on; an ECALL of MRAM_READ
+    or MRAM_WRITE whose size and addresses are valid and whose MRAM range lies inside the
+    allocated mram is performed (bytes copied, pc past the ecall, out[_SEG_DMA] = 1 for a read, 2
+    for a write) and returned. Every other event (other services, an invalid DMA or one needing a
+    larger mram, MRAM_GROW, faults, the instruction cap) is returned untouched, as run_tasklet
+    reported it in out[:OUT_SIZE]. left: raw instructions left; each run gets max(left - executed
+    so far, 1). out[OUT_SIZE:] = slots, instructions and routine entries summed over the call's
+    runs, the last entry's routine id and param (-1, 0 if none), then the DMA flag (0 if none).
+    out must hold SEGMENT_OUT_SIZE values.
+    """
+    slots = np.int64(0)
+    count = np.int64(0)
+    entries = np.int64(0)
+    rid = np.int64(-1)
+    param = np.int64(0)
+    done = 0
+    while True:
+        ev = run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, wram, mram, stack_lo,
+                         stack_hi, routine_acc, in_routine, mram_accesses, _SLOT_BUDGET, max(left - count, 1), out)
+        slots += out[2]
+        count += out[3]
+        if out[6]:
+            entries += out[6]
+            rid = out[7]
+            param = out[8]
+        if ev != _ECALL:
+            break
+        a7 = out[12]
+        if a7 == SERVICE_ME:
+            pcs[t] = (out[1] + 4) & 0xFFFFFFFF
+            regs[t, 10] = t
+            continue
+        if a7 == SERVICE_MRAM_READ or a7 == SERVICE_MRAM_WRITE:
+            n = out[11]
+            if a7 == SERVICE_MRAM_READ:
+                m, w = out[9], out[10]
+            else:
+                m, w = out[10], out[9]
+            offset = m - MRAM_BASE
+            if ((n & 7) == 0 and DMA_MIN <= n <= DMA_MAX and ((w | m) & 7) == 0 and 0 <= w <= WRAM_SIZE - n
+                    and MRAM_BASE <= m <= MRAM_BASE + MRAM_SIZE - n and offset + n <= mram.shape[0]):
+                pcs[t] = (out[1] + 4) & 0xFFFFFFFF
+                if a7 == SERVICE_MRAM_READ:
+                    wram[w:w + n] = mram[offset:offset + n]
+                    done = 1
+                else:
+                    mram[offset:offset + n] = wram[w:w + n]
+                    done = 2
+        break
+    out[_SEG_SLOTS] = slots
+    out[_SEG_INSTRUCTIONS] = count
+    out[_SEG_ENTRIES] = entries
+    out[_SEG_RID] = rid
+    out[_SEG_PARAM] = param
+    out[_SEG_DMA] = done
 
 
 class Event(NamedTuple):
@@ -593,5 +688,5 @@ class Interpreter:
                     state.pcs, state.wram, state.mram, state.stack_lo, state.stack_hi,
                     state.routine_acc, state.in_routine, state.mram_accesses, budget,
                     max_instructions, out)
-        kind, pc, slots, count, fault, address = out.tolist()
+        kind, pc, slots, count, fault, address = out.tolist()[:OUT_EVENT]
         return Event(_EVENT_KINDS[kind], pc, slots, count, _FAULT_KINDS[fault], address)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,6 +35,7 @@ COUNT_CYCLES, COUNT_INSTRUCTIONS = 1, 2
 
 _IDLE, _RUN, _DMA, _SYNC, _DONE, _READY = range(6)  # tasklet states
 _MRAM, _ACT, _NEXT = range(3)  # what a READY tasklet does next: MRAM accesses, its action, next segment
+_DMA_READ, _DMA_WRITE = Action.DMA_READ, Action.DMA_WRITE
 
 
 class SegmentSource(Protocol):
@@ -94,11 +96,12 @@ class DpuTimeline:
         self.current: list[Segment | None] = [None] * n
         self.pending = [_ACT] * n
         self.resume_value: list[int | None] = [None] * n
-        self.issue = np.zeros(n)
-        self.dma_wait = np.zeros(n)
-        self.sync_wait = np.zeros(n)
-        self.slots = np.zeros(n)
-        self.instructions = np.zeros(n, dtype=np.int64)
+        # per-tasklet accounts as Python lists while running (numpy arrays in the DpuTiming)
+        self.issue = [0.0] * n
+        self.dma_wait = [0.0] * n
+        self.sync_wait = [0.0] * n
+        self.slots = [0.0] * n
+        self.instructions = [0] * n
         self.now = 0.0
         self.engine_free = 0.0
         self.dma_bytes = [0, 0]
@@ -113,7 +116,7 @@ class DpuTimeline:
         self.perf_base = 0.0
         self.perf_mode = COUNT_CYCLES
         self.perf_slots_base = 0.0
-        self._ready: list[int] = []
+        self._ready: deque[int] = deque()
         self.virtual = 0.0  # slots each running tasklet has issued so far (processor sharing)
         self._running = 0
         self._seq = 0
@@ -122,37 +125,122 @@ class DpuTimeline:
 
     # ---------------------------------------------------------------- public
     def run(self) -> DpuTiming:
-        """Boot tasklet 0, run until every booted tasklet has stopped, return the timing."""
+        """Boot tasklet 0, run until every booted tasklet has stopped, return the timing.
+
+        The loop inlines the per-event work of the common cases (ending a segment or a wait,
+        issuing a DMA, resuming a tasklet: _leave, _to_ready, _dma, _resume); other actions go
+        through _act. `now` and `virtual` only change here, so their local copies stay valid
+        while the methods it calls read self.now and self.virtual.
+        """
         self._resume(0, None)
-        period = self.config.revolver_period
+        cfg = self.config
+        period = cfg.revolver_period
+        beta, overhead, read_alpha, write_alpha = cfg.dma_beta, cfg.dma_engine_overhead, cfg.dma_read_alpha, \
+            cfg.dma_write_alpha
+        run_heap, wake_heap, ready = self._run_heap, self._wake_heap, self._ready
+        state, since, issue, dma_wait, sync_wait = self.state, self.since, self.issue, self.dma_wait, self.sync_wait
+        pending_of, current, resume_value = self.pending, self.current, self.resume_value
+        slots_of, instructions_of = self.slots, self.instructions
+        heappop, heappush, popleft, inf = heapq.heappop, heapq.heappush, ready.popleft, math.inf
+        step, act, segment_slots = self.source.step, self._act, self._segment_slots
+        now, virtual = self.now, self.virtual
         while True:
-            self._drain_ready()
-            if not self._run_heap and not self._wake_heap:
-                blocked = [t for t in range(MAX_TASKLETS) if self.state[t] == _SYNC]
+            while ready:  # _drain_ready
+                t = popleft()
+                pending, seg = pending_of[t], current[t]
+                if pending == _ACT:
+                    action = seg.action
+                    if action == _DMA_READ or action == _DMA_WRITE:  # _act's DMA cases: _dma, inlined
+                        nbytes = seg.arg0
+                        engine_free = self.engine_free
+                        start = engine_free if engine_free > now else now  # noqa: FURB136 (max(now, engine_free), no call)
+                        self.engine_free = start + beta * nbytes + overhead
+                        state[t] = _DMA
+                        since[t] = now
+                        self._seq = seq = self._seq + 1
+                        if action == _DMA_READ:
+                            heappush(wake_heap, (start + read_alpha + beta * nbytes, seq, t))
+                            self.dma_bytes[0] += nbytes
+                        else:
+                            heappush(wake_heap, (start + write_alpha + beta * nbytes, seq, t))
+                            self.dma_bytes[1] += nbytes
+                        self.dma_transfers += 1
+                        pending_of[t] = _NEXT
+                    else:
+                        act(t, seg)
+                elif pending == _NEXT:  # _resume, inlined
+                    value = resume_value[t]
+                    resume_value[t] = None
+                    seg = step(t, now, value)
+                    current[t] = seg
+                    slots = seg.slots if not len(seg.routine_counts) else segment_slots(seg)
+                    slots_of[t] += slots
+                    instructions_of[t] += seg.instructions
+                    pending_of[t] = _MRAM if seg.mram_accesses else _ACT
+                    if slots <= 1e-9:
+                        state[t] = _READY
+                        ready.append(t)
+                    else:
+                        state[t] = _RUN
+                        since[t] = now
+                        self._running += 1
+                        self._seq = seq = self._seq + 1
+                        heappush(run_heap, (virtual + slots, seq, t))
+                else:  # _MRAM
+                    pending_of[t] = _ACT
+                    self._dma(t, seg.mram_accesses * cfg.mram_direct_access_bytes,
+                              cfg.dma_read_alpha * seg.mram_accesses, 0)
+            if not run_heap and not wake_heap:
+                blocked = [t for t in range(MAX_TASKLETS) if state[t] == _SYNC]
                 if blocked:
                     raise Deadlock(self._deadlock_message(blocked))
                 break
-            rate = 1.0 / max(period, self._running)
-            t_run = self.now + (self._run_heap[0][0] - self.virtual) / rate if self._run_heap else math.inf
-            t_dma = self._wake_heap[0][0] if self._wake_heap else math.inf
-            t_next = max(min(t_run, t_dma), self.now)
-            self.virtual += (t_next - self.now) * rate
-            self.now = t_next
-            while self._run_heap and self._run_heap[0][0] <= self.virtual + 1e-9:
-                t = heapq.heappop(self._run_heap)[2]
+            running = self._running
+            rate = 1.0 / (running if running > period else period)  # noqa: FURB136 (1 / max(period, running))
+            t_run = now + (run_heap[0][0] - virtual) / rate if run_heap else inf
+            t_dma = wake_heap[0][0] if wake_heap else inf
+            t_next = t_dma if t_dma < t_run else t_run  # noqa: FURB136 (min(t_run, t_dma))
+            if now > t_next:  # noqa: PLR1730 (max(t_next, now))
+                t_next = now
+            virtual += (t_next - now) * rate
+            self.virtual = virtual
+            self.now = now = t_next
+            # _leave + _to_ready of every tasklet whose segment or wait ends now
+            limit = virtual + 1e-9
+            while run_heap and run_heap[0][0] <= limit:
+                t = heappop(run_heap)[2]
                 self._running -= 1
-                self._leave(t)
-                self._to_ready(t)
-            while self._wake_heap and self._wake_heap[0][0] <= self.now + 1e-9:
-                t = heapq.heappop(self._wake_heap)[2]
-                self._leave(t)
-                self._to_ready(t)
+                s = state[t]
+                if s == _RUN:
+                    issue[t] += now - since[t]
+                elif s == _DMA:
+                    dma_wait[t] += now - since[t]
+                elif s == _SYNC:
+                    sync_wait[t] += now - since[t]
+                since[t] = now
+                state[t] = _READY
+                ready.append(t)
+            limit = now + 1e-9
+            while wake_heap and wake_heap[0][0] <= limit:
+                t = heappop(wake_heap)[2]
+                s = state[t]
+                if s == _DMA:
+                    dma_wait[t] += now - since[t]
+                elif s == _SYNC:
+                    sync_wait[t] += now - since[t]
+                elif s == _RUN:
+                    issue[t] += now - since[t]
+                since[t] = now
+                state[t] = _READY
+                ready.append(t)
         for t in range(MAX_TASKLETS):
-            if self.state[t] == _SYNC:
+            if state[t] == _SYNC:
                 self._leave(t)
-        cycles = math.ceil(self.now + self.config.pipeline_depth) if self.now else 0
-        return DpuTiming(cycles, self.issue, self.dma_wait, self.sync_wait, self.slots, self.instructions,
-                         self.dma_bytes[0], self.dma_bytes[1], self.dma_transfers)
+        cycles = math.ceil(self.now + cfg.pipeline_depth) if self.now else 0
+        return DpuTiming(cycles, np.array(self.issue, dtype=np.float64), np.array(self.dma_wait, dtype=np.float64),
+                         np.array(self.sync_wait, dtype=np.float64), np.array(self.slots, dtype=np.float64),
+                         np.array(self.instructions, dtype=np.int64), self.dma_bytes[0], self.dma_bytes[1],
+                         self.dma_transfers)
 
     # ---------------------------------------------------------------- internals
     def _enter(self, t: int, state: int) -> None:
@@ -192,7 +280,7 @@ class DpuTimeline:
         """Get tasklet t's next segment from the source and start issuing it."""
         seg = self.source.step(t, self.now, value)
         self.current[t] = seg
-        slots = self._segment_slots(seg)
+        slots = seg.slots if not len(seg.routine_counts) else self._segment_slots(seg)
         self.slots[t] += slots
         self.instructions[t] += seg.instructions
         # direct loads/stores to MRAM are small DMAs, charged after the segment's issue slots
@@ -222,20 +310,6 @@ class DpuTimeline:
         heapq.heappush(self._wake_heap, (self.now + cycles, self._seq, t))
         self.pending[t] = _NEXT
         self.resume_value[t] = value
-
-    def _drain_ready(self) -> None:
-        while self._ready:
-            t = self._ready.pop(0)
-            pending, seg = self.pending[t], self.current[t]
-            if pending == _MRAM:
-                self.pending[t] = _ACT
-                nbytes = seg.mram_accesses * self.config.mram_direct_access_bytes
-                self._dma(t, nbytes, self.config.dma_read_alpha * seg.mram_accesses, 0)
-            elif pending == _ACT:
-                self._act(t, seg)
-            else:
-                value, self.resume_value[t] = self.resume_value[t], None
-                self._resume(t, value)
 
     def _act(self, t: int, seg: Segment) -> None:
         action, a0, a1 = seg.action, seg.arg0, seg.arg1
@@ -319,7 +393,7 @@ class DpuTimeline:
             self.perf_mode = a0 if a0 in (COUNT_CYCLES, COUNT_INSTRUCTIONS) else self.perf_mode
             if a1:
                 self.perf_base = self.now
-                self.perf_slots_base = float(self.slots.sum())
+                self.perf_slots_base = float(np.array(self.slots, dtype=np.float64).sum())
             self._resume(t, previous)
         elif action == Action.PERF_GET:
             self._resume(t, self._perf_value())
@@ -330,7 +404,7 @@ class DpuTimeline:
 
     def _perf_value(self) -> int:
         if self.perf_mode == COUNT_INSTRUCTIONS:
-            counted = float(self.slots.sum()) - self.perf_slots_base
+            counted = float(np.array(self.slots, dtype=np.float64).sum()) - self.perf_slots_base
         else:
             counted = self.now - self.perf_base
         return int(counted) // PERF_GRANULARITY * PERF_GRANULARITY
@@ -356,10 +430,16 @@ class TraceReplay:
         slots = trace.slots + trace.routine_counts @ base + trace.routine_params @ per
         empty = np.zeros(0)
         self._queues: dict[int, list[Segment]] = {}
-        for i, t in enumerate(trace.tasklet.tolist()):
-            self._queues.setdefault(t, []).append(Segment(
-                t, float(slots[i]), int(trace.instructions[i]), empty, empty, int(trace.mram_accesses[i]),
-                Action(int(trace.action[i])), int(trace.arg0[i]), int(trace.arg1[i])))
+        actions = {int(a): a for a in Action}
+        new = tuple.__new__
+        for t, slot, instructions, accesses, action, arg0, arg1 in zip(
+                trace.tasklet.tolist(), np.asarray(slots, dtype=np.float64).tolist(), trace.instructions.tolist(),
+                trace.mram_accesses.tolist(), trace.action.tolist(), trace.arg0.tolist(), trace.arg1.tolist()):
+            queue = self._queues.get(t)
+            if queue is None:
+                queue = self._queues[t] = []
+            queue.append(new(Segment, (t, slot, instructions, empty, empty, accesses,
+                                       actions[action] if action in actions else Action(action), arg0, arg1)))
         for queue in self._queues.values():
             queue.reverse()
 

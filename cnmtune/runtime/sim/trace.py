@@ -9,6 +9,7 @@ configuration.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
@@ -38,7 +39,9 @@ class Action(IntEnum):
 class Segment(NamedTuple):
     """One segment of one tasklet (see the module docstring).
 
-    The routine arrays are empty when the segment called no table-charged routine.
+    The routine arrays are empty when the segment called no table-charged routine, and also in
+    segments a source hands the timing model already priced: then `slots` (a float) includes the
+    routines' cost under the model's DpuConfig (TraceReplay, and the co-simulation in dpu.py).
     """
 
     tasklet: int
@@ -70,23 +73,43 @@ class Trace:
     @classmethod
     def from_segments(cls, routines: tuple[str, ...], segments: list[Segment]) -> "Trace":
         """Pack a list of segments into column arrays."""
-        width = len(routines)
+        width, n = len(routines), len(segments)
+        fields = list(zip(*segments)) if segments else [()] * len(Segment._fields)
 
-        def column(attr: str, dtype) -> np.ndarray:
-            return np.fromiter((getattr(s, attr) for s in segments), dtype=dtype, count=len(segments))
+        def column(k: int, dtype) -> np.ndarray:
+            return np.fromiter(fields[k], dtype=dtype, count=n)
 
-        def matrix(attr: str) -> np.ndarray:
-            out = np.zeros((len(segments), width), dtype=np.int64)
-            for i, s in enumerate(segments):
-                values = getattr(s, attr)
+        def matrix(k: int) -> np.ndarray:
+            out = np.zeros((n, width), dtype=np.int64)
+            for i, values in enumerate(fields[k]):
                 if len(values):
                     out[i] = values
             return out
 
-        return cls(routines, column("tasklet", np.int16), column("slots", np.int64),
-                   column("instructions", np.int64), matrix("routine_counts"), matrix("routine_params"),
-                   column("mram_accesses", np.int64), column("action", np.int8),
-                   column("arg0", np.int64), column("arg1", np.int64))
+        return cls(routines, column(0, np.int16), column(1, np.int64), column(2, np.int64), matrix(3), matrix(4),
+                   column(5, np.int64), column(6, np.int8), column(7, np.int64), column(8, np.int64))
+
+    @classmethod
+    def from_columns(cls, routines: tuple[str, ...], rows: list[tuple[int, int, int, int, int, int, int]],
+                     single: list[tuple[int, int, int]] = (),
+                     multi: list[tuple[int, np.ndarray, np.ndarray]] = ()) -> Trace:
+        """Pack segments given as rows (tasklet, slots, instructions, mram_accesses, action, arg0, arg1)
+        and sparse routine entries: `single` (row, routine, param) for rows that entered one routine
+        once, `multi` (row, counts, params) with full-width vectors for the others."""
+        n, width = len(rows), len(routines)
+        flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=7 * n)
+        tasklet, slots, instructions, accesses, action, arg0, arg1 = flat.reshape(n, 7).T.copy()
+        counts = np.zeros((n, width), dtype=np.int64)
+        params = np.zeros((n, width), dtype=np.int64)
+        if len(single):
+            index, routine, param = np.array(single, dtype=np.int64).reshape(-1, 3).T
+            counts[index, routine] = 1
+            params[index, routine] = param
+        for index, row_counts, row_params in multi:
+            counts[index] = row_counts
+            params[index] = row_params
+        return cls(routines, tasklet.astype(np.int16), slots, instructions, counts, params, accesses,
+                   action.astype(np.int8), arg0, arg1)
 
     def __len__(self) -> int:
         return len(self.tasklet)
