@@ -461,11 +461,12 @@ class Store:
     # -- export ----------------------------------------------------------------------------
 
     def export(self, path: str | os.PathLike, table: str = "training",
-               schema_hash: str | None = None) -> Path:
+               schema_hash: str | None = None, metadata: Mapping[str, str] | None = None) -> Path:
         """Write one table ('training', 'compiles', 'runs') to .csv or .parquet by suffix.
 
         The training table gets one column per feature (prefixed 'f.') when ``schema_hash``
-        is given. The file is written next to its target and renamed, so no half file is kept.
+        is given. ``metadata`` goes into a Parquet file's key-value metadata (ignored for CSV).
+        The file is written next to its target and renamed, so no half file is kept.
         """
         path = Path(path)
         suffix = path.suffix.lower()
@@ -487,7 +488,8 @@ class Store:
                     raise StoreError("export to .parquet needs the package 'pyarrow' (pip "
                                      "install pyarrow), or export to .csv") from exc
                 columns = {name: [r[i] for r in rows] for i, name in enumerate(header)}
-                pyarrow.parquet.write_table(pyarrow.table(columns), tmp)
+                arrow = pyarrow.table(columns).replace_schema_metadata(dict(metadata or {}))
+                pyarrow.parquet.write_table(arrow, tmp, compression="zstd")
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)

@@ -151,11 +151,16 @@ def export_command(
                                        help="training table: one column per feature"),
 ) -> None:
     """Write one table of the store to Parquet or CSV (atomically)."""
+    from cnmtune import __version__
     from cnmtune.costmodel import default_schema
 
     _require(db)
+    schema = default_schema()
+    metadata = {"cnmtune.table": table, "cnmtune.version": __version__}
+    if with_features and table == "training":
+        metadata.update({"cnmtune.feature_schema": schema.version, "cnmtune.feature_schema_hash": schema.hash})
     with Store(db) as store:
-        path = store.export(output, table, default_schema().hash if with_features else None)
+        path = store.export(output, table, schema.hash if with_features else None, metadata)
     console.print(f"wrote {path}", highlight=False, markup=False)
 
 

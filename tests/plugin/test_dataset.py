@@ -175,6 +175,7 @@ def test_cli_stats_and_export(small_va, tmp_path):
 
     table = pyarrow.parquet.read_table(out)
     assert table.num_rows == 18 and "speedup" in table.column_names
+    assert table.schema.metadata[b"cnmtune.feature_schema_hash"] == default_schema().hash.encode()
     assert sum(name.startswith("f.") for name in table.column_names) == len(default_schema())
     missing = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "stats", str(tmp_path / "no.sqlite")],
                              capture_output=True, text=True, env=env, timeout=120)
