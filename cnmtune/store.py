@@ -17,6 +17,7 @@ import csv
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import astuple, dataclass, fields
@@ -232,7 +233,7 @@ class Store:
         try:
             self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
             self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._enable_wal(timeout)
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
@@ -246,6 +247,19 @@ class Store:
             if isinstance(exc, sqlite3.DatabaseError):
                 raise StoreError(f"cannot open store {self.path}: {exc}") from exc
             raise
+
+    def _enable_wal(self, timeout: float) -> None:
+        # Switching a new file to WAL takes an exclusive lock that SQLite's busy handler does
+        # not wait for: processes opening the same new store at once retry here instead.
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     # -- lifecycle ------------------------------------------------------------------------
 
