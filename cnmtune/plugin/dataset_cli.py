@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -85,7 +86,7 @@ def _print_report(report: GenerationReport) -> None:
         ("simulations saved by binary dedup", f"{100 * report.dedup_fraction:.1f} %"),
         ("compile outcomes", _counts(report.compile_status)),
         ("run outcomes", _counts(report.run_status)),
-        ("grid points skipped", _counts(report.invalid_points) or "none"),
+        ("grid points skipped", _counts(_by_rule(report.invalid_points)) or "none"),
         ("wall time", f"{report.seconds:.1f} s"),
     ]
     for label, value in rows:
@@ -93,6 +94,15 @@ def _print_report(report: GenerationReport) -> None:
     console.print(table)
     for failure in report.task_failures:
         err_console.print(f"task failed: {failure}", highlight=False, markup=False)
+
+
+def _by_rule(reasons: dict[str, int]) -> dict[str, int]:
+    """Reasons with their numbers replaced by N, so one rule is one line ('tasklets N < DPUs N')."""
+    out: dict[str, int] = {}
+    for reason, count in reasons.items():
+        rule = re.sub(r"\b\d+\b", "N", reason)
+        out[rule] = out.get(rule, 0) + count
+    return out
 
 
 def _counts(counter: dict[str, int]) -> str:

@@ -180,3 +180,14 @@ def test_cli_stats_and_export(small_va, tmp_path):
     missing = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "stats", str(tmp_path / "no.sqlite")],
                              capture_output=True, text=True, env=env, timeout=120)
     assert missing.returncode == 2 and "no store at" in missing.stderr
+
+
+def test_cli_generate_prints_a_report_with_skipped_rules(tmp_path):
+    db = tmp_path / "cli.sqlite"
+    result = subprocess.run(
+        [sys.executable, "-m", "cnmtune", "dataset", "generate", "--kernels", "va", "--pipelines", "2",
+         "--dpus", "1,2,4", "--tasklets", "1,2", "--sizes", "small", "--db", str(db), "--workers", "1"],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "tasklets N < DPUs N (L2P keeps T >= D): 3" in result.stdout
+    assert "simulations (new / planned)" in result.stdout and "ok: 4" in result.stdout
