@@ -105,6 +105,7 @@ class CompileResult:
 
     record: CompileRecord
     features: dict[str, float] | None
+    feature_seconds: float = 0.0
 
 
 @dataclass
@@ -167,6 +168,7 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
         start = time.perf_counter()
         try:
             binary = _toolchain().compile(variant)
+            built = time.perf_counter()
             vector = extract_features(binary.elf_path).vector(schema)
         except CnmtuneError as exc:
             out.append(CompileResult(CompileRecord(
@@ -176,7 +178,7 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
         out.append(CompileResult(
             CompileRecord(kernel.name, job.pipeline, key, tasklets, binary.elf_hash, Status.OK,
                           "", binary.seconds, 4 * binary.memory.iram_instructions),
-            dict(zip(schema.names, map(float, vector)))))
+            dict(zip(schema.names, map(float, vector))), time.perf_counter() - built))
     return out
 
 
@@ -335,16 +337,22 @@ class _Coordinator:
 
     def _commit(self, start: float, finished: bool = False) -> None:
         with self.store.batch():
-            for item in self.pending:
-                if isinstance(item, CompileResult):
-                    self.store.record_compile(item.record)
-                    if item.features is not None:
-                        self.store.record_features(item.record.elf_hash, self.schema_hash, item.features)
-                else:
-                    self.store.record_run(item)
+            record_results(self.store, self.pending, self.schema_hash)
             self.store.update_generation(self.generation, time.time() - start,
                                          self.report.compiles_done, self.report.runs_done, finished)
         self.pending.clear()
+
+
+def record_results(store: Store, items: Iterable[CompileResult | RunRecord], schema_hash: str) -> None:
+    """Write compile results (with their features under `schema_hash`) and runs in one batch."""
+    with store.batch():
+        for item in items:
+            if isinstance(item, CompileResult):
+                store.record_compile(item.record)
+                if item.features is not None:
+                    store.record_features(item.record.elf_hash, schema_hash, item.features)
+            else:
+                store.record_run(item)
 
 
 def _count(counter: dict[str, int], status: Status) -> None:
