@@ -22,6 +22,8 @@ from __future__ import annotations
 import abc
 import multiprocessing
 import os
+import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -119,7 +121,8 @@ class ProcessExecutor(Executor):
         return f"{self.workers} local process{'es' if self.workers > 1 else ''}"
 
     def _new_pool(self, workers: int) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=workers, mp_context=self._context)
+        return ProcessPoolExecutor(max_workers=workers, mp_context=self._context,
+                                   initializer=_exit_with_parent, initargs=(os.getpid(),))
 
     def submit(self, fn, arg) -> None:
         self._queue.append((fn, arg))
@@ -165,6 +168,16 @@ class ProcessExecutor(Executor):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Worker initializer: leave when the coordinator dies (e.g. killed), instead of lingering."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 class DaskExecutor(Executor):

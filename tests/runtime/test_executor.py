@@ -65,3 +65,41 @@ def test_unreachable_scheduler_is_one_clear_error():
 
     with pytest.raises(CnmtuneError, match="cannot reach the Dask scheduler tcp://127.0.0.1:9"):
         DaskExecutor("tcp://127.0.0.1:9", connect_timeout=1)
+
+
+def test_workers_exit_when_the_coordinator_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "coordinator.py"
+    script.write_text(
+        "import time\n"
+        "from cnmtune.runtime.executor import ProcessExecutor\n"
+        "if __name__ == '__main__':\n"
+        "    ex = ProcessExecutor(2)\n"
+        "    ex.submit(abs, -1)\n"
+        "    assert [o.value for o in ex.results()] == [1]\n"  # the workers are up
+        "    print(' '.join(str(p) for p in ex._pool._processes), flush=True)\n"
+        "    time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    workers = [int(p) for p in proc.stdout.readline().split()]
+    assert workers
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in workers if _alive(p)]
+    assert not alive, f"workers {alive} outlived their coordinator"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as fh:  # a zombie waiting for its reaper counts as gone
+        return fh.read().split()[2] != "Z"
