@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from cnmtune.runtime.device import Device
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice
 from cnmtune.runtime.sim.timing import priced_slots
@@ -62,9 +63,13 @@ def run_binary(binary: Binary, nr_dpus: int, size: int, config: DpuConfig | None
     return run_on_device(binary, device, size, seed, params)
 
 
-def run_on_device(binary: Binary, device: SimDevice, size: int, seed: int = 0,
+def run_on_device(binary: Binary, device: Device, size: int, seed: int = 0,
                   params: dict | None = None) -> RunResult:
-    """Load `binary` on a fresh `device`, run the workload's host program, verify, report."""
+    """Load `binary` on a fresh `device`, run the workload's host program, verify, report.
+
+    On the embedded simulator the result carries its cycle, instruction and tasklet counts; on
+    any other device (UPMEM hardware or SDK simulator) only the measured times, plus cycles when
+    the device reads per-DPU counters (UpmemDevice's cycles_symbol)."""
     start = time.perf_counter()
     variant = binary.variant
     workload = variant.kernel.workload(size, device.nr_dpus, variant.nr_tasklets, dict(variant.defines), seed,
@@ -73,7 +78,24 @@ def run_on_device(binary: Binary, device: SimDevice, size: int, seed: int = 0,
     inputs = workload.inputs()
     outputs = workload.execute(device, inputs)
     workload.verify(outputs, workload.reference(inputs))
-    return _result(binary, device, size, time.perf_counter() - start)
+    if isinstance(device, SimDevice):
+        return _result(binary, device, size, time.perf_counter() - start)
+    return _measured_result(binary, device, size, time.perf_counter() - start)
+
+
+def _measured_result(binary: Binary, device: Device, size: int, wall: float) -> RunResult:
+    """A run on a device that measures times only (the simulator's counters stay zero)."""
+    launches = getattr(device, "launches", [])
+    # like the simulator's: the slowest DPU of each launch, summed over launches
+    cycles = sum(max(record.counters) for record in launches if getattr(record, "counters", ()))
+    return RunResult(
+        variant=binary.variant.label, device=device.kind, nr_dpus=device.nr_dpus,
+        nr_tasklets=binary.variant.nr_tasklets, size=size, config_hash=getattr(device, "config_hash", ""),
+        launches=device.times.launches, kernel_s=device.times.kernel_s, host_to_dpu_s=device.times.host_to_dpu_s,
+        dpu_to_host_s=device.times.dpu_to_host_s, cycles=cycles, slots=0.0, instructions=0, ipc=0.0,
+        dma_read_bytes=0, dma_write_bytes=0, routine_slots=0.0, tasklets=(), verified=True, wall_s=wall,
+        log=device.log(0),
+    )
 
 
 def _result(binary: Binary, device: SimDevice, size: int, wall: float) -> RunResult:

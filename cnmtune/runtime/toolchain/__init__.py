@@ -3,5 +3,6 @@
 from cnmtune.runtime.toolchain.base import Binary, MemoryUse, Toolchain, Variant
 from cnmtune.runtime.toolchain.cache import BuildCache
 from cnmtune.runtime.toolchain.proxy import ProxyToolchain
+from cnmtune.runtime.toolchain.upmem import UpmemToolchain
 
-__all__ = ["Binary", "BuildCache", "MemoryUse", "ProxyToolchain", "Toolchain", "Variant"]
+__all__ = ["Binary", "BuildCache", "MemoryUse", "ProxyToolchain", "Toolchain", "UpmemToolchain", "Variant"]
