@@ -38,6 +38,8 @@ def tune_command(
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="local worker processes (default: all cores)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler, e.g. tcp://HOST:8786"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    save: bool = typer.Option(True, "--save/--no-save",
+                              help="record the choice in the tuning cache, for cnmtune-cc (default: save)"),
 ) -> None:
     """Tune a kernel: compile pipelines x configs, score all statically, run the top-k, pick the best."""
     if device not in DEVICES:
@@ -61,10 +63,28 @@ def tune_command(
     finally:
         if store is not None:
             store.close()
+    if save:
+        _save(spec, report)
     if as_json:
         emit_json(report.to_dict())
     else:
         _print(report)
+
+
+def _save(spec: TuneSpec, report: TuneReport) -> None:
+    """Record the tuned pipelines in the tuning cache (cnmtune-cc applies them) and say so."""
+    from cnmtune.plugin.tuning_cache import TuningCache, record_tune
+    from cnmtune.runtime.registry import find_kernel
+    from cnmtune.runtime.toolchain import ProxyToolchain
+
+    if report.chosen is None:
+        err_console.print("nothing recorded in the tuning cache: no verified variant", highlight=False)
+        return
+    cache = TuningCache()
+    recorded = record_tune(cache, find_kernel(spec.kernel), spec, report, ProxyToolchain().identity)
+    by_tasklets = {entry.tasklets: entry.pipeline for _, entry in recorded}
+    shown = "; ".join(f"{t} tasklets: {pipeline}" for t, pipeline in sorted(by_tasklets.items()))
+    err_console.print(f"tuning cache {cache.path}: recorded {shown}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _ms(seconds: float | None) -> str:

@@ -12,6 +12,7 @@ import hashlib
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import llvmlite
@@ -51,8 +52,23 @@ def _dpu_tree_digest() -> str:
     return digest.hexdigest()
 
 
-def _diagnostics(stderr: str) -> str:
+def diagnostics(stderr: str) -> str:
+    """zig cc's stderr without zig's own noise: the clang diagnostics a user should see."""
     return "\n".join(line for line in stderr.splitlines() if _ZIG_NOISE not in line).strip()
+
+
+def link_args(objects: Sequence[Path], runtime: Sequence[Path], nr_tasklets: int, stack_size: int,
+              output: Path, extra: Sequence[str] = ()) -> list[str]:
+    """`zig ld.lld` arguments of a DPU-proxy link: cnmtune's linker script, the tasklet symbols,
+    the objects (then `extra`, e.g. -L/-l), cnmtune's DPU runtime and zig's compiler_rt."""
+    # --discard-locals drops assembler temporaries (.L*), as the UPMEM SDK link does;
+    # compiler_rt alone would leave ~5,000 of them in .symtab.
+    return [
+        "ld.lld", "-m", "elf32lriscv", "-static", "--gc-sections", "--strip-debug", "--discard-locals",
+        "-T", str(LINKER_SCRIPT), f"--defsym=NR_TASKLETS={nr_tasklets}",
+        f"--defsym=STACK_SIZE_DEFAULT={stack_size}", "-o", str(output),
+        *map(str, objects), *extra, *map(str, runtime), str(zig.compiler_rt_archive()),
+    ]
 
 
 class ProxyToolchain(Toolchain):
@@ -115,7 +131,7 @@ class ProxyToolchain(Toolchain):
             out = Path(tmp) / "out.ll"
             result = zig.run(["cc", *flags, "-S", "-emit-llvm", str(source), "-o", str(out)])
             if result.returncode != 0:
-                raise CompileError(f"{variant.label}: {source.name} does not compile", _diagnostics(result.stderr))
+                raise CompileError(f"{variant.label}: {source.name} does not compile", diagnostics(result.stderr))
             ir = out.read_text()
         self.cache.put("ir", key, ".ll", ir.encode())
         return ir
@@ -148,23 +164,16 @@ class ProxyToolchain(Toolchain):
                 out = Path(tmp) / "out.o"
                 result = zig.run(["cc", *FRONTEND_FLAGS, "-O2", f"-I{INCLUDE_DIR}", "-c", str(source), "-o", str(out)])
                 if result.returncode != 0:
-                    raise CompileError(f"DPU runtime source {source.name} does not compile", _diagnostics(result.stderr))
+                    raise CompileError(f"DPU runtime source {source.name} does not compile", diagnostics(result.stderr))
                 self.cache.put("runtime", key, f"-{source.name}.o", out.read_bytes())
         return objects
 
     def _link(self, variant: Variant, objects: list[Path], elf_path: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="cnmtune-ld-") as tmp:
             out = Path(tmp) / "out.elf"
-            # --discard-locals drops assembler temporaries (.L*), as the UPMEM SDK link does;
-            # compiler_rt alone would leave ~5,000 of them in .symtab.
-            result = zig.run([
-                "ld.lld", "-m", "elf32lriscv", "-static", "--gc-sections", "--strip-debug", "--discard-locals",
-                "-T", str(LINKER_SCRIPT), f"--defsym=NR_TASKLETS={variant.nr_tasklets}",
-                f"--defsym=STACK_SIZE_DEFAULT={variant.stack_size}", "-o", str(out),
-                *map(str, objects), *map(str, self.runtime_objects()), str(zig.compiler_rt_archive()),
-            ])
+            result = zig.run(link_args(objects, self.runtime_objects(), variant.nr_tasklets, variant.stack_size, out))
             if result.returncode != 0:
-                raise LinkError(f"{variant.label}: link failed", _diagnostics(result.stderr))
+                raise LinkError(f"{variant.label}: link failed", diagnostics(result.stderr))
             elf_path.parent.mkdir(parents=True, exist_ok=True)
             staged = elf_path.with_name(f".{elf_path.name}.{Path(tmp).name}")
             shutil.move(str(out), staged)
