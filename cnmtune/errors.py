@@ -117,3 +117,19 @@ class FeatureError(CnmtuneError):
 
 class ModelError(CnmtuneError):
     """A cost-model file that is missing, corrupt, not ONNX, or not exported by cnmtune."""
+
+
+class TraceStoreError(CnmtuneError):
+    """A stored trace set that is missing, incomplete, corrupt or recorded for another variant."""
+
+
+class InvalidRetime(CnmtuneError):
+    """Re-timing a trace under a DpuConfig would not be exact (timing-dependent execution)."""
+
+
+class SweepError(CnmtuneError):
+    """A design sweep that cannot run as asked (unknown parameter, bad value or cost expression)."""
+
+
+class OffloadError(CnmtuneError):
+    """An offload decision that cannot be made as asked (no feasible configuration, bad size grid)."""

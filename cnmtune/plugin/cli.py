@@ -17,7 +17,9 @@ from cnmtune.passes import PASSES, Pipeline, random_pipeline
 from cnmtune.plugin.compare import SUMMARY_ROWS, comparison_record, comparison_table, compile_all, plot_histograms
 from cnmtune.plugin.dataset_cli import dataset_app
 from cnmtune.plugin.model_cli import model_app
+from cnmtune.plugin.offload_cli import offload_command
 from cnmtune.plugin.output import console, emit_json, err_console
+from cnmtune.plugin.sweep_cli import sweep_command
 from cnmtune.plugin.tune_cli import tune_command
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.registry import find_kernel, list_kernels
@@ -34,6 +36,8 @@ app = typer.Typer(
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(model_app, name="model")
 app.command("tune")(tune_command)
+app.command("sweep")(sweep_command)
+app.command("offload")(offload_command)
 
 
 def parse_defines(items: list[str]) -> dict[str, DefineValue]:
