@@ -9,13 +9,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.output import console, emit_json, err_console
 from cnmtune.plugin.tuner import Candidate, TuneReport, TuneSpec, tune
 from cnmtune.runtime.executor import make_executor
 from cnmtune.store import Store
-
-DEVICES = ("sim",)
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -31,7 +28,8 @@ def tune_command(
     tasklets: str = typer.Option("1,2,4,8,16", "--tasklets", help="tasklet counts to consider"),
     top_k: int = typer.Option(10, "--top-k", "-k", help="candidates to execute"),
     budget_s: Optional[float] = typer.Option(None, "--budget-s", help="stop executing candidates after this long"),
-    device: str = typer.Option("sim", "--device", help="where to execute: sim"),
+    device: str = typer.Option("sim", "--device", help="where to execute: sim, upmem-sim or upmem-hw"),
+    sdk_dir: Optional[Path] = typer.Option(None, "--sdk-dir", help="UPMEM SDK directory (upmem-* devices)"),
     model: Optional[Path] = typer.Option(None, "--model", help="cost model .onnx (default: the shipped model)"),
     exhaustive: bool = typer.Option(False, "--exhaustive", help="also run every candidate; report the regret"),
     db: Optional[Path] = typer.Option(None, "--db", help="record everything here; reuse recorded runs"),
@@ -42,11 +40,10 @@ def tune_command(
                               help="record the choice in the tuning cache, for cnmtune-cc (default: save)"),
 ) -> None:
     """Tune a kernel: compile pipelines x configs, score all statically, run the top-k, pick the best."""
-    if device not in DEVICES:
-        raise CnmtuneError(f"unknown device {device!r}; valid: {', '.join(DEVICES)}")
     spec = TuneSpec(kernel=kernel, size=int(size) if size.isdigit() else size, pipelines=pipelines, seed=seed,
                     dpus=_ints(dpus), tasklets=_ints(tasklets), top_k=top_k, model=str(model) if model else None,
-                    exhaustive=exhaustive, budget_s=budget_s)
+                    exhaustive=exhaustive, budget_s=budget_s, device=device,
+                    sdk_dir=str(sdk_dir) if sdk_dir else None)
     store = Store(db) if db is not None else None
     try:
         with make_executor(workers, scheduler) as executor, \

@@ -8,7 +8,10 @@ One tune of a kernel at one problem size:
    the default build (O2, 16 tasklets, the grid's largest DPU count) for reference, in predicted
    order until the optional execution time budget is spent; the fastest verified run is chosen.
 With a store, every compile, feature vector and run is recorded and a later tune of the same
-kernel re-uses the recorded runs instead of executing again. ``exhaustive`` also runs every
+kernel re-uses the recorded runs instead of executing again. On a UPMEM device ('upmem-sim',
+'upmem-hw') candidates are still scored from their proxy binaries' features (the model's
+schema) and each chosen pipeline is rebuilt with the UPMEM SDK and measured there, one at a
+time in this process; UPMEM runs are not recorded in the store, which keys runs by proxy ELF. ``exhaustive`` also runs every
 candidate, to measure the regret of the top-k choice and how much faster the tuner was.
 """
 
@@ -36,6 +39,7 @@ from cnmtune.store import RunRecord, Store
 __all__ = ["Candidate", "TuneReport", "TuneSpec", "default_model_path", "tune"]
 
 DEFAULT_PIPELINE, DEFAULT_TASKLETS = "O2", 16
+DEVICES = ("sim", "upmem-sim", "upmem-hw")
 
 
 def default_model_path() -> Path:
@@ -60,6 +64,8 @@ class TuneSpec:
     budget_s: float | None = None
     sim_config: str = "calibrated"
     budget: int = DEFAULT_BUDGET
+    device: str = "sim"
+    sdk_dir: str | None = None
 
 
 @dataclass
@@ -129,6 +135,12 @@ class _Tuner:
         self.progress = progress or (lambda *_: None)
         self.kernel = find_kernel(spec.kernel)
         self.size = self.kernel.workload.preset(spec.size) if isinstance(spec.size, str) else int(spec.size)
+        if spec.device not in DEVICES:
+            raise CnmtuneError(f"unknown device {spec.device!r}; valid: {', '.join(DEVICES)}")
+        if spec.device != "sim":  # before any work: without an SDK this names what is missing
+            from cnmtune.runtime.upmem import UpmemSdk
+
+            self.sdk = UpmemSdk.find(spec.sdk_dir)
         self.config_hash = sim_config(spec.sim_config).hash
         self.schema = default_schema()
         self.seconds: dict[str, float] = {}
@@ -227,6 +239,9 @@ class _Tuner:
 
     def _measure(self, candidates: list[Candidate], budget_s: float | None) -> None:
         """Run candidates (recorded runs are reused), in order, until the time budget is spent."""
+        if self.spec.device != "sim":
+            self._measure_upmem(candidates, budget_s)
+            return
         start = time.perf_counter()
         todo: list[Candidate] = []
         for c in candidates:
@@ -262,6 +277,29 @@ class _Tuner:
             if self.store is not None:
                 record_results(self.store, records, self.schema.hash)
             self.progress("execute", min(first + batch, len(todo)), len(todo))
+
+    def _measure_upmem(self, candidates: list[Candidate], budget_s: float | None) -> None:
+        from cnmtune.runtime.execute import run_on_device
+        from cnmtune.runtime.toolchain import UpmemToolchain, Variant
+        from cnmtune.runtime.upmem import UpmemDevice
+
+        sdk = self.sdk
+        toolchain = UpmemToolchain(sdk)
+        backend = "hw" if self.spec.device == "upmem-hw" else "simulator"
+        start = time.perf_counter()
+        for done, c in enumerate(candidates, 1):
+            if budget_s is not None and time.perf_counter() - start > budget_s:
+                c.status = "skipped: time budget spent"
+                continue
+            try:
+                binary = toolchain.compile(Variant.of(self.kernel, c.pipeline, c.tasklets))
+                with UpmemDevice(c.dpus, backend, sdk=sdk) as device:
+                    result = run_on_device(binary, device, self.size)
+                c.measured_s, c.status = result.kernel_s, "verified"
+            except CnmtuneError as exc:
+                c.status = f"error: {exc}"
+            self.executed += 1
+            self.progress("execute", done, len(candidates))
 
     @staticmethod
     def _take(c: Candidate, rec: RunRecord) -> None:

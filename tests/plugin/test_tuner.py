@@ -92,3 +92,16 @@ def test_cli_tune_json(model):
     # the default build (O2, 16 tasklets) is compiled and run for reference even off the grid
     assert (report["default"]["tasklets"], report["default"]["dpus"]) == (16, 2)
     assert report["default"]["measured_s"] > 0 and report["speedup_vs_default"] > 0
+
+
+def test_tuning_on_upmem_without_an_sdk_says_what_is_missing(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "CNMTUNE_UPMEM_SDK"}
+    result = subprocess.run(
+        [sys.executable, "-m", "cnmtune", "tune", "va", "--size", "small", "--device", "upmem-hw",
+         "--sdk-dir", str(tmp_path / "no-sdk")],
+        capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=120)
+    assert result.returncode == 2
+    assert "dpu-upmem-dpurte-clang" in result.stderr and "Traceback" not in result.stderr
+    bad = subprocess.run([sys.executable, "-m", "cnmtune", "tune", "va", "--device", "gpu"],
+                         capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=120)
+    assert bad.returncode == 2 and "unknown device 'gpu'" in bad.stderr

@@ -1,0 +1,80 @@
+"""Tuner quality: top-k choice vs exhaustive search, per kernel, on the embedded simulator.
+
+For each kernel, `cnmtune tune KERNEL --pipelines N --top-k K --exhaustive` (the Python API,
+same code path): every candidate (distinct binary x DPU count) is also run, so the report has
+the regret of the tuner's choice (its measured time over the exhaustive best, minus 1), the
+rank of the choice among all candidates, and the tuner's wall time against the exhaustive
+search's (compile + features + running every candidate). Targets (issue 7): chosen within 5 %
+of the exhaustive best and the tuner >= 10x faster, for at least 5 PrIM kernels.
+
+    python benchmarks/tune_quality.py [--kernels gemv,va,red,bs,hst-s] [--pipelines 200]
+        [--top-k 10] [--size default] [--model M.onnx] [--workers 2]
+        [--json benchmarks/results/tune_quality.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from cnmtune.atomic import atomic_write
+from cnmtune.plugin.tuner import TuneSpec, tune
+from cnmtune.runtime.executor import make_executor
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernels", default="gemv,va,red,bs,hst-s")
+    parser.add_argument("--pipelines", type=int, default=200)
+    parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--size", default="default", help="size preset (or element count) of every kernel")
+    parser.add_argument("--dpus", default="1,2,4,8,16")
+    parser.add_argument("--tasklets", default="1,2,4,8,16")
+    parser.add_argument("--model", help="cost model .onnx (default: the shipped model)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--json", type=Path, help="write the result as JSON here")
+    args = parser.parse_args()
+
+    size = int(args.size) if args.size.isdigit() else args.size
+    rows = []
+    console = Console()
+    with make_executor(args.workers) as executor, Progress(console=console, transient=True) as bar:
+        for kernel in args.kernels.split(","):
+            task = bar.add_task(kernel, total=None)
+            spec = TuneSpec(kernel, size=size, pipelines=args.pipelines, top_k=args.top_k, model=args.model,
+                            exhaustive=True, dpus=tuple(map(int, args.dpus.split(","))),
+                            tasklets=tuple(map(int, args.tasklets.split(","))))
+            report = tune(spec, executor, None, lambda phase, done, total, t=task, k=kernel: bar.update(
+                t, description=f"{k}: {phase}", completed=done, total=total))
+            rows.append(report.to_dict())
+            bar.remove_task(task)
+
+    table = Table(title=f"tuner vs exhaustive search: {args.pipelines} pipelines, top-{args.top_k}, size {args.size}")
+    for column in ("kernel", "candidates", "chosen", "regret", "rank", "tuner s", "exhaustive s", "faster",
+                   "vs O2/16", "model MAPE", "tau"):
+        table.add_column(column, justify="left" if column in ("kernel", "chosen") else "right")
+    met = 0
+    for r in rows:
+        ex, chosen = r["exhaustive"], r["chosen"]
+        good = ex["regret"] is not None and ex["regret"] <= 0.05 and ex["tuner_speedup"] >= 10
+        met += good
+        table.add_row(r["kernel"], str(r["candidates"]),
+                      f"{chosen['pipeline'][:28]} D{chosen['dpus']} T{chosen['tasklets']}" if chosen else "-",
+                      f"{100 * ex['regret']:.2f} %" if ex["regret"] is not None else "-", str(ex["chosen_rank"]),
+                      f"{ex['tuner_seconds']:.1f}", f"{ex['exhaustive_seconds']:.1f}", f"{ex['tuner_speedup']:.1f}x",
+                      f"{r['speedup_vs_default']:.2f}x" if r["speedup_vs_default"] else "-",
+                      f"{ex['mape']:.1f} %", f"{ex['kendall_tau']:.2f}")
+    console.print(table)
+    console.print(f"kernels meeting both targets (regret <= 5 %, >= 10x faster): {met} of {len(rows)}")
+    if args.json:
+        atomic_write(args.json, (json.dumps({"args": vars(args) | {"json": str(args.json)}, "kernels": rows},
+                                            indent=2) + "\n").encode())
+
+
+if __name__ == "__main__":
+    main()
