@@ -1,5 +1,5 @@
 # Two entry points on a fresh machine:
-#   make demo   create .venv, install cnmtune, run the main job on the embedded default
+#   make demo   create .venv, install cnmtune, tune va and gemv on the embedded default
 #   make test   create .venv, install cnmtune with test extras, run the test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -16,10 +16,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/cnmtune compare benchmarks/prim/va --pipeline O0 --pipeline O2 \
-		--random 1 --random-length 10 --seed 7 --tasklets 16 \
-		--plot $(OUT)/demo_histograms.png --json-out $(OUT)/demo.json
-	$(VENV)/bin/cnmtune run benchmarks/prim/va --tasklets 16 --dpus 4 --size 1048576
+	$(VENV)/bin/cnmtune tune va --size small --pipelines 100 --top-k 10 --no-save
+	$(VENV)/bin/cnmtune tune gemv --size small --pipelines 100 --top-k 10 --no-save
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q

@@ -3,6 +3,11 @@
 As in the L2P paper: 12 hidden layers of width 256, each Linear -> BatchNorm -> ReLU ->
 Dropout(0.5), with residual connections. Input normalisation is a layer of the model (fitted
 mean and std buffers), so a saved state dict or an exported ONNX graph needs nothing else.
+
+Beyond the paper, two fixed input layers (cnmtune.costmodel.prior), both switchable in
+``L2PConfig``: ``log_inputs`` takes log1p of the count columns, ``prior`` appends a static
+analytical cycle estimate to the inputs. They have no parameters and are part of the exported
+graph, so the input columns of a model do not change.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from cnmtune.costmodel.prior import PRIOR_COLUMNS, AnalyticalPrior, LogCounts
 from cnmtune.costmodel.samples import TARGETS
 
 #: Blocks frozen by transfer learning (the first half of the default 12).
@@ -28,6 +34,10 @@ class L2PConfig:
     dropout: float = 0.5
     residual: bool = True
     targets: tuple[str, ...] = TARGETS
+    #: log1p of the count columns inside the network (not in the paper; see prior.LogCounts)
+    log_inputs: bool = False
+    #: static cycle estimate appended to the inputs (not in the paper; see prior.AnalyticalPrior)
+    prior: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "targets", tuple(self.targets))
@@ -51,8 +61,8 @@ class L2PConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> L2PConfig:
-        """Inverse of ``to_dict``."""
-        return cls(**data)
+        """Inverse of ``to_dict``; a record written before an option existed gets it off."""
+        return cls(**{"log_inputs": False, "prior": False, **data})
 
 
 class Standardize(nn.Module):
@@ -90,21 +100,52 @@ class Dense(nn.Module):
 
 
 class L2PModel(nn.Module):
-    """The L2P MLP over ``n_inputs`` columns; outputs the log targets of ``config.targets``."""
+    """The L2P MLP over ``n_inputs`` columns; outputs the log targets of ``config.targets``.
 
-    def __init__(self, n_inputs: int, config: L2PConfig = L2PConfig()):
+    ``columns`` (the input column names) configure the fixed input layers; without them the
+    layers assume the input contract's layout, and a loaded state dict brings their buffers.
+    """
+
+    def __init__(self, n_inputs: int, config: L2PConfig = L2PConfig(),
+                 columns: tuple[str, ...] | None = None):
         super().__init__()
         self.n_inputs = n_inputs
         self.config = config
         self.frozen = -1  # no part frozen; see freeze_first
-        self.normalize = Standardize(n_inputs)
-        self.input = Dense(n_inputs, config.width, 0.0)
+        self.log_counts = LogCounts(n_inputs) if config.log_inputs else None
+        self.prior = AnalyticalPrior(n_inputs) if config.prior else None
+        n_features = n_inputs + (len(PRIOR_COLUMNS) if config.prior else 0)
+        self.normalize = Standardize(n_features)
+        self.input = Dense(n_features, config.width, 0.0)
         self.blocks = nn.ModuleList(Dense(config.width, config.width, config.dropout)
                                     for _ in range(config.depth))
         self.head = nn.Linear(config.width, len(config.targets))
+        if columns is not None:
+            self.configure(columns)
+
+    def configure(self, columns: tuple[str, ...]) -> None:
+        """Set the fixed input layers from the names of the input columns."""
+        if len(columns) != self.n_inputs:
+            raise ValueError(f"{len(columns)} column names for a model of {self.n_inputs} inputs")
+        if self.log_counts is not None:
+            self.log_counts.configure(columns)
+        if self.prior is not None:
+            self.prior.configure(columns)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The fixed input layers: what ``normalize`` standardises."""
+        out = self.log_counts(x) if self.log_counts is not None else x
+        if self.prior is not None:
+            out = torch.cat([out, self.prior(x)], dim=1)
+        return out
+
+    def fit_normalizer(self, X: np.ndarray) -> None:
+        """Fit the standardisation on training inputs (after the fixed input layers)."""
+        with torch.no_grad():
+            self.normalize.fit(self.features(torch.from_numpy(np.asarray(X, dtype=np.float32))).numpy())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.input(self.normalize(x))
+        h = self.input(self.normalize(self.features(x)))
         for block in self.blocks:
             h = h + block(h) if self.config.residual else block(h)
         return self.head(h)

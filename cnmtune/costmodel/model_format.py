@@ -24,5 +24,10 @@ KEY_DATA_HASH = "cnmtune.training_data_hash"
 KEY_METRICS = "cnmtune.metrics"
 KEY_CONFIG = "cnmtune.model_config"          # L2PConfig.to_dict()
 
+#: Optional: how the weights were quantised ({"scheme": "dynamic-int8", ...}); absent in fp32 files.
+KEY_QUANTIZATION = "cnmtune.quantization"
+#: Suffix of the quantised companion of X.onnx: X.int8.onnx.
+INT8_SUFFIX = ".int8.onnx"
+
 REQUIRED_KEYS = (KEY_FORMAT, KEY_VERSION, KEY_SCHEMA, KEY_COLUMNS, KEY_TARGETS, KEY_TOOLCHAIN,
                  KEY_DATA_HASH, KEY_METRICS, KEY_CONFIG)

@@ -46,13 +46,22 @@ def input_matrix(features: Sequence[Mapping[str, float]], dpus: Sequence[int],
     NaN or infinite value; ``labels`` name the rows in that message.
     """
     n = len(features)
-    out = np.empty((n, len(schema) + len(CONFIG_COLUMNS)), dtype=np.float64)
+    values = np.empty((n, len(schema)), dtype=np.float64)
     for i, feats in enumerate(features):
         if tuple(feats) != schema.names:
             raise SchemaMismatch(f"{_label(labels, i)}: features do not follow schema "
                                  f"{schema.version} ({schema.hash})")
-        out[i, :len(schema)] = np.fromiter(feats.values(), dtype=np.float64, count=len(schema))
-    with np.errstate(divide="ignore"):  # log2(0) = -inf is reported below
+        values[i] = np.fromiter(feats.values(), dtype=np.float64, count=len(schema))
+    return _inputs(values, dpus, tasklets, sizes, schema, labels)
+
+
+def _inputs(values: np.ndarray, dpus: Sequence[int], tasklets: Sequence[int], sizes: Sequence[int],
+            schema: FeatureSchema, labels: Sequence[str] | None) -> np.ndarray:
+    """Feature values ``[n, len(schema)]`` with the configuration columns appended, checked finite."""
+    n = len(values)
+    out = np.empty((n, len(schema) + len(CONFIG_COLUMNS)), dtype=np.float64)
+    out[:, :len(schema)] = values
+    with np.errstate(divide="ignore", invalid="ignore"):  # log2(0) = -inf is reported below
         out[:, len(schema):] = np.log2(np.column_stack([dpus, tasklets, sizes]).astype(np.float64))
     bad = np.argwhere(~np.isfinite(out))
     if len(bad):
@@ -84,6 +93,7 @@ class SampleSet:
     sizes: np.ndarray        # int64
     schema: FeatureSchema
     dropped: int = field(default=0)
+    elf_hashes: np.ndarray | None = None  # str, one per row (None: unknown)
 
     def __len__(self) -> int:
         return len(self.X)
@@ -118,7 +128,8 @@ class SampleSet:
     def take(self, index: np.ndarray) -> SampleSet:
         """The rows selected by an index array or boolean mask, in that order."""
         return SampleSet(self.X[index], self.y[index], self.kernels[index], self.pipelines[index],
-                         self.dpus[index], self.tasklets[index], self.sizes[index], self.schema)
+                         self.dpus[index], self.tasklets[index], self.sizes[index], self.schema,
+                         elf_hashes=None if self.elf_hashes is None else self.elf_hashes[index])
 
     def select(self, kernels: Iterable[str] | None = None,
                exclude: Iterable[str] | None = None) -> SampleSet:
@@ -135,12 +146,34 @@ class SampleSet:
             mask &= ~np.isin(self.kernels, sorted(set(exclude)))
         return self.take(mask)
 
-    def split(self, seed: int = 0) -> tuple[SampleSet, SampleSet, SampleSet]:
-        """Train, validation and test sets, 3:1:1 within every kernel (the L2P protocol)."""
+    def split(self, seed: int = 0, by_binary: bool = False) -> tuple[SampleSet, SampleSet, SampleSet]:
+        """Train, validation and test sets, 3:1:1 within every kernel (the L2P protocol).
+
+        Pipelines that emit the same ELF give rows with identical inputs and targets, so a
+        plain row split puts copies of many test rows into the training set. ``by_binary``
+        splits the distinct ELF hashes 3:1:1 instead (all configurations of a binary land in
+        one part): no binary is both trained on and tested, the harder and honest number.
+        """
+        if by_binary and self.elf_hashes is None:
+            raise CnmtuneError("a split by binary needs the samples' ELF hashes (load them from a store "
+                               "or a Parquet export that has the elf_hash column)")
         parts: list[list[np.ndarray]] = [[], [], []]
         total = sum(SPLIT_RATIOS)
         for kernel in self.kernel_names:
-            rows = _kernel_rng(seed, kernel).permutation(np.flatnonzero(self.kernels == kernel))
+            rows = np.flatnonzero(self.kernels == kernel)
+            rng = _kernel_rng(seed, kernel)
+            if by_binary:
+                hashes, inverse = np.unique(self.elf_hashes[rows], return_inverse=True)
+                order = rng.permutation(len(hashes))
+                n_val = n_test = round(len(hashes) * SPLIT_RATIOS[1] / total)
+                n_train = len(hashes) - n_val - n_test
+                part_of = np.empty(len(hashes), dtype=np.int64)
+                for i, chunk in enumerate(np.split(order, [n_train, n_train + n_val])):
+                    part_of[chunk] = i
+                for i, part in enumerate(parts):
+                    part.append(rows[part_of[inverse] == i])
+                continue
+            rows = rng.permutation(rows)
             n_val = n_test = round(len(rows) * SPLIT_RATIOS[1] / total)
             n_train = len(rows) - n_val - n_test
             for part, chunk in zip(parts, np.split(rows, [n_train, n_train + n_val])):
@@ -165,14 +198,67 @@ def _kernel_rng(seed: int, kernel: str) -> np.random.Generator:
 
 
 def load_samples(db: str | os.PathLike | Store, schema: FeatureSchema | None = None) -> SampleSet:
-    """The training samples of a dataset store under ``schema`` (default: the proxy schema)."""
+    """The training samples of a dataset store under ``schema`` (default: the proxy schema).
+
+    ``db`` is a SQLite store, or a ``.parquet`` export of its training table with features
+    (``cnmtune dataset export``, e.g. the shipped ``cnmtune/data/reference.parquet``).
+    """
     schema = default_schema() if schema is None else schema
     if isinstance(db, Store):
         return _from_store(db, schema)
     if not Path(db).is_file():  # opening a Store would create an empty one
         raise StoreError(f"no dataset store at {db}")
+    if Path(db).suffix.lower() == ".parquet":
+        return _from_parquet(Path(db), schema)
     with Store(db) as store:
         return _from_store(store, schema)
+
+
+def _from_parquet(path: Path, schema: FeatureSchema) -> SampleSet:
+    import pyarrow
+    import pyarrow.parquet
+
+    try:
+        table = pyarrow.parquet.read_table(path)
+    except (OSError, pyarrow.ArrowException) as exc:
+        raise StoreError(f"{path}: not a readable Parquet file ({exc})") from None
+    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    stored_hash = meta.get("cnmtune.feature_schema_hash")
+    if stored_hash is not None and stored_hash != schema.hash:
+        raise SchemaMismatch(f"{path}: features were exported under schema {stored_hash}, not "
+                             f"{schema.version} ({schema.hash}); re-export it with this cnmtune version")
+    names = tuple(c[2:] for c in table.column_names if c.startswith("f."))
+    if not names:
+        raise SchemaMismatch(f"{path}: no feature columns (f.<name>); export the training table with "
+                             "features (`cnmtune dataset export DB OUT.parquet`)")
+    if names != schema.names:
+        raise SchemaMismatch(f"{path}: its {len(names)} feature columns do not follow schema "
+                             f"{schema.version} ({schema.hash}, {len(schema)} features)")
+    required = ("kernel", "pipeline", "elf_hash", "dpus", "tasklets", "size", "kernel_seconds", "speedup")
+    missing = [c for c in required if c not in table.column_names]
+    if missing:
+        raise StoreError(f"{path}: not a cnmtune training table (no column {', '.join(missing)})")
+    speedup = table.column("speedup").to_numpy(zero_copy_only=False)
+    keep = ~np.isnan(speedup.astype(np.float64))
+    if not keep.any():
+        raise CnmtuneError(f"{path}: none of {len(keep)} sample(s) has a speedup baseline")
+    col = {c: table.column(c).to_numpy(zero_copy_only=False)[keep] for c in required}
+    labels = [f"{k}[{p}, {d} DPUs, {t} tasklets, size {z}]" for k, p, d, t, z in
+              zip(col["kernel"], col["pipeline"], col["dpus"], col["tasklets"], col["size"])]
+    values = np.column_stack([table.column(f"f.{n}").to_numpy(zero_copy_only=False).astype(np.float64)[keep]
+                              for n in names])
+    X = _inputs(values, col["dpus"], col["tasklets"], col["size"], schema, labels)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.log(np.column_stack([col["kernel_seconds"], col["speedup"]]).astype(np.float64))
+    bad = np.flatnonzero(~np.isfinite(y).all(axis=1))
+    if len(bad):
+        raise FeatureError(f"{labels[bad[0]]}: non-finite log target (kernel seconds "
+                           f"{col['kernel_seconds'][bad[0]]}, speedup {col['speedup'][bad[0]]})")
+    return SampleSet(
+        X=X, y=y.astype(np.float32), kernels=col["kernel"].astype(str), pipelines=col["pipeline"].astype(str),
+        dpus=col["dpus"].astype(np.int64), tasklets=col["tasklets"].astype(np.int64),
+        sizes=col["size"].astype(np.int64), schema=schema, dropped=int((~keep).sum()),
+        elf_hashes=col["elf_hash"].astype(str))
 
 
 def _from_store(store: Store, schema: FeatureSchema) -> SampleSet:
@@ -203,4 +289,5 @@ def _from_store(store: Store, schema: FeatureSchema) -> SampleSet:
         dpus=np.array([r.dpus for r in kept], dtype=np.int64),
         tasklets=np.array([r.tasklets for r in kept], dtype=np.int64),
         sizes=np.array([r.size for r in kept], dtype=np.int64),
-        schema=schema, dropped=len(rows) - len(kept))
+        schema=schema, dropped=len(rows) - len(kept),
+        elf_hashes=np.array([r.elf_hash for r in kept], dtype=str))

@@ -1,5 +1,8 @@
 """Score feature vectors with an exported L2P model on onnxruntime (no torch needed).
 
+Loads fp32 models and their int8 companions (``quantize_model``; ``Scorer.quantization``
+tells which) alike.
+
 A Scorer checks the file before it is used: readable ONNX, cnmtune metadata in the expected
 format, a feature schema whose hash matches its names (and the caller's, if given), input and
 output names and widths that agree with that metadata. Every refusal is one ModelError or
@@ -52,6 +55,11 @@ class Scorer:
         self.columns: tuple[str, ...] = tuple(self.metadata[fmt.KEY_COLUMNS])
         self.targets: tuple[str, ...] = tuple(self.metadata[fmt.KEY_TARGETS])
         self._check_graph()
+        raw = self._session.get_modelmeta().custom_metadata_map.get(fmt.KEY_QUANTIZATION)
+        try:
+            self._quantization: dict | None = None if raw is None else json.loads(raw)
+        except json.JSONDecodeError:
+            raise ModelError(f"{self.path}: metadata {fmt.KEY_QUANTIZATION} is not JSON") from None
 
     def _metadata(self) -> dict:
         raw = self._session.get_modelmeta().custom_metadata_map
@@ -88,6 +96,11 @@ class Scorer:
     def data_hash(self) -> str:
         """sha256 of the training data (SampleSet.data_hash)."""
         return self.metadata[fmt.KEY_DATA_HASH]
+
+    @property
+    def quantization(self) -> dict | None:
+        """How the weights were quantised (``{"scheme": "dynamic-int8", ...}``), None for fp32."""
+        return self._quantization
 
     @property
     def metrics(self) -> dict:

@@ -28,6 +28,7 @@ from torch.nn import functional as F
 
 from cnmtune.costmodel.model import TRANSFER_FROZEN, L2PConfig, L2PModel
 from cnmtune.costmodel.prediction import Prediction, evaluate
+from cnmtune.costmodel.recipe import TRAIN_DEFAULTS  # noqa: F401  (re-exported: the recipe of train)
 from cnmtune.costmodel.samples import SampleSet
 from cnmtune.errors import CnmtuneError, SchemaMismatch
 
@@ -111,10 +112,13 @@ def _optimizer(model: L2PModel, lr: float, weight_decay: float) -> torch.optim.O
 
 def train(config: L2PConfig, train_set: SampleSet, val_set: SampleSet, *, epochs: int = 500,
           patience: int = 20, batch_size: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
-          seed: int = 0, threads: int | None = None,
+          seed: int = 0, threads: int | None = None, lr_patience: int | None = None,
+          lr_factor: float = 0.5, min_lr: float = 1e-5,
           on_epoch: Callable[[int, float, float], None] | None = None) -> TrainResult:
     """Train a new L2P model with early stopping on ``val_set``; returns the best epoch's model.
 
+    With ``lr_patience`` the learning rate is multiplied by ``lr_factor`` (down to ``min_lr``)
+    after that many epochs without a better validation loss (reduce on plateau).
     ``on_epoch(epoch, train_loss, val_loss)`` is called after every epoch (progress display).
     """
     if epochs < 1:
@@ -128,15 +132,19 @@ def train(config: L2PConfig, train_set: SampleSet, val_set: SampleSet, *, epochs
     with _threads(threads):
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
-        model = L2PModel(train_set.X.shape[1], config)
-        model.normalize.fit(train_set.X)
+        model = L2PModel(train_set.X.shape[1], config, columns=train_set.columns)
+        model.fit_normalizer(train_set.X)
         optimizer = _optimizer(model, lr, weight_decay)
+        scheduler = None if lr_patience is None else torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimizer, factor=lr_factor, patience=lr_patience, min_lr=min_lr)
         train_losses: list[float] = []
         val_losses: list[float] = []
         best, best_epoch, best_state = float("inf"), -1, None
         for epoch in range(epochs):
             train_losses.append(_epoch(model, train_set, optimizer, batch_size, rng))
             val_losses.append(_loss(model, val_set))
+            if scheduler is not None:
+                scheduler.step(val_losses[-1])
             if on_epoch is not None:
                 on_epoch(epoch, train_losses[-1], val_losses[-1])
             if val_losses[-1] < best:

@@ -12,6 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cnmtune.costmodel.recipe import TRAIN_DEFAULTS
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.output import console, emit_json, err_console
 
@@ -77,18 +78,28 @@ def _save(output: Path, model, schema, data_hash: str, metrics: dict, meta: dict
 
 @model_app.command("train")
 def train_command(
-    db: Path = typer.Option(..., "--db", help="dataset store (from `cnmtune dataset generate`)"),
+    db: Path = typer.Option(..., "--db", help="dataset store (from `cnmtune dataset generate`) or its .parquet export"),
     output: Path = typer.Option(..., "-o", "--output", help="ONNX model to write (checkpoint: same name .pt)"),
     kernels: str | None = typer.Option(None, "--kernels", "-k", help="train on these kernels only (comma-separated)"),
     exclude: str | None = typer.Option(None, "--exclude", help="leave these kernels out (comma-separated)"),
     targets: str = typer.Option("runtime,speedup", "--targets", help="outputs: runtime, speedup or both"),
-    epochs: int = typer.Option(500, "--epochs", help="maximum epochs"),
-    patience: int = typer.Option(20, "--patience", help="stop after this many epochs without a better validation loss"),
-    batch_size: int = typer.Option(256, "--batch-size", help="minibatch size"),
-    lr: float = typer.Option(1e-3, "--lr", help="Adam learning rate"),
-    weight_decay: float = typer.Option(0.0, "--weight-decay", help="Adam weight decay"),
+    log_inputs: bool = typer.Option(True, "--log-inputs/--raw-inputs",
+                                    help="log1p of the count columns inside the network"),
+    prior: bool = typer.Option(True, "--prior/--no-prior", help="analytical cycle estimate as an extra input"),
+    dropout: float = typer.Option(0.5, "--dropout", help="dropout of the hidden blocks"),
+    split: str = typer.Option("row", "--split", help="3:1:1 per kernel over rows, or over distinct binaries ('binary')"),
+    epochs: int = typer.Option(TRAIN_DEFAULTS["epochs"], "--epochs", help="maximum epochs"),
+    patience: int = typer.Option(TRAIN_DEFAULTS["patience"], "--patience",
+                                 help="stop after this many epochs without a better validation loss"),
+    lr_patience: int = typer.Option(TRAIN_DEFAULTS["lr_patience"], "--lr-patience",
+                                    help="halve the learning rate after this many epochs without a better "
+                                         "validation loss (0: constant rate)"),
+    batch_size: int = typer.Option(TRAIN_DEFAULTS["batch_size"], "--batch-size", help="minibatch size"),
+    lr: float = typer.Option(TRAIN_DEFAULTS["lr"], "--lr", help="Adam learning rate"),
+    weight_decay: float = typer.Option(TRAIN_DEFAULTS["weight_decay"], "--weight-decay", help="Adam weight decay"),
     seed: int = typer.Option(0, "--seed", help="seed of the split, the initial weights and the minibatch order"),
     threads: int | None = typer.Option(None, "--threads", help="torch intra-op threads (default: torch's)"),
+    int8: bool = typer.Option(False, "--int8", help="also write the int8-quantised scoring model X.int8.onnx"),
     top_k: int = typer.Option(10, "--top-k", help="k of the top-k recall and regret"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of tables"),
 ) -> None:
@@ -99,42 +110,62 @@ def train_command(
     from cnmtune.costmodel.training import predict, train
 
     output = _onnx_path(output)
+    if split not in ("row", "binary"):
+        raise CnmtuneError(f"--split must be 'row' or 'binary', not {split!r}")
     try:
-        config = L2PConfig(targets=tuple(_names(targets) or ()))
+        config = L2PConfig(targets=tuple(_names(targets) or ()), dropout=dropout, log_inputs=log_inputs, prior=prior)
     except ValueError as exc:
-        raise CnmtuneError(f"--targets: {exc}") from None
+        raise CnmtuneError(f"--targets/--dropout: {exc}") from None
     samples = load_samples(db).select(_names(kernels), _names(exclude))
     if not len(samples):
         raise CnmtuneError(f"{db}: no samples left after --kernels/--exclude")
-    train_set, val_set, test_set = samples.split(seed)
+    train_set, val_set, test_set = samples.split(seed, by_binary=split == "binary")
     columns = (TextColumn("train"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[losses]}"),
                TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("train", total=epochs, losses="")
         result = train(config, train_set, val_set, epochs=epochs, patience=patience, batch_size=batch_size,
                        lr=lr, weight_decay=weight_decay, seed=seed, threads=threads,
+                       lr_patience=lr_patience or None,
                        on_epoch=lambda epoch, tl, vl: bar.update(
                            task, completed=epoch + 1, losses=f"train {tl:.4f}  val {vl:.4f}"))
     report = evaluate(test_set, predict(result.model, test_set.X), top_k)
-    metrics = {"evaluated_on": f"test split (seed {seed})", "per_kernel": report}
+    metrics = {"evaluated_on": f"test split ({split}, seed {seed})", "per_kernel": report}
     checkpoint = _save(output, result.model, samples.schema, train_set.data_hash, metrics, {
-        "kernels": samples.kernel_names, "seed": seed, "epochs_run": len(result.train_losses),
+        "kernels": samples.kernel_names, "seed": seed, "split": split, "epochs_run": len(result.train_losses),
         "best_epoch": result.best_epoch})
     record = {
         "onnx": str(output), "checkpoint": str(checkpoint), "targets": list(config.targets),
+        "config": config.to_dict(),
         "samples": {"train": len(train_set), "val": len(val_set), "test": len(test_set),
                     "dropped_without_speedup": samples.dropped},
         "epochs_run": len(result.train_losses), "best_epoch": result.best_epoch,
         "best_val_loss": result.val_losses[result.best_epoch], "seconds": round(result.seconds, 3),
         "data_hash": train_set.data_hash, "metrics": report,
     }
+    if int8:
+        record.update(_int8(output, test_set, top_k))
     if as_json:
         emit_json(record)
         return
     console.print(_metrics_table(
         f"test split: {len(test_set)} of {len(samples)} samples, best epoch {result.best_epoch + 1} of "
         f"{len(result.train_losses)} ({result.seconds:.1f} s)", report, top_k))
-    console.print(f"wrote {output} and {checkpoint}", highlight=False, markup=False)
+    written = f"{output}, {record['int8_onnx']}" if int8 else str(output)
+    console.print(f"wrote {written} and {checkpoint}", highlight=False, markup=False)
+    if int8:
+        console.print(f"int8 on the test split: runtime MAPE {record['int8_metrics']['all']['runtime_mape']:.3f} % "
+                      f"(fp32 {report['all']['runtime_mape']:.3f} %)", highlight=False, markup=False)
+
+
+def _int8(output: Path, test_set, top_k: int) -> dict:
+    """Quantise the written model; its path and test-split metrics."""
+    from cnmtune.costmodel.onnx_export import quantize_model
+    from cnmtune.costmodel.prediction import evaluate
+    from cnmtune.costmodel.scorer import Scorer
+
+    path = quantize_model(output)
+    return {"int8_onnx": str(path), "int8_metrics": evaluate(test_set, Scorer(path).predict(test_set.X), top_k)}
 
 
 @model_app.command("finetune")
@@ -197,6 +228,8 @@ def evaluate_command(
     kernels: str | None = typer.Option(None, "--kernels", "-k", help="these kernels only (comma-separated)"),
     top_k: int = typer.Option(10, "--top-k", help="k of the top-k recall and regret"),
     threads: int = typer.Option(1, "--threads", help="onnxruntime intra-op threads"),
+    plot: Path | None = typer.Option(None, "--plot", help="write PNG plots (per-kernel bars, predicted vs "
+                                                         "true) into this directory"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
 ) -> None:
     """Per-kernel accuracy and ranking quality of an ONNX model on every sample of a store."""
@@ -206,8 +239,33 @@ def evaluate_command(
 
     scorer = Scorer(model, intra_op_threads=threads)
     samples = load_samples(db, scorer.schema).select(_names(kernels))
-    report = evaluate(samples, scorer.predict(samples.X), top_k)
+    prediction = scorer.predict(samples.X)
+    report = evaluate(samples, prediction, top_k)
+    plots = _plots(plot, model, db, samples, prediction, report) if plot is not None else []
     if as_json:
-        emit_json({"model": str(model), "db": str(db), "targets": list(scorer.targets), "metrics": report})
+        emit_json({"model": str(model), "db": str(db), "targets": list(scorer.targets), "metrics": report,
+                   "plots": [str(p) for p in plots]})
         return
     console.print(_metrics_table(f"{model.name} on {db.name}: {len(samples)} samples", report, top_k))
+    for path in plots:
+        console.print(f"wrote {path}", highlight=False, markup=False)
+
+
+def _plots(directory: Path, model: Path, db: Path, samples, prediction, report) -> list[Path]:
+    """The evaluate command's PNGs: per-kernel metric bars and predicted-vs-true scatters."""
+    import numpy as np
+
+    from cnmtune.costmodel import plots
+
+    if directory.exists() and not directory.is_dir():
+        raise CnmtuneError(f"--plot {directory} is a file, not a directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    stem, title = model.name.removesuffix(".onnx"), f"{model.name} on {db.name}"
+    written = [plots.kernel_bars(report, directory / f"{stem}_kernels.png", title)]
+    true = np.exp(samples.y.astype(np.float64))
+    for i, (target, values, label) in enumerate((("runtime", prediction.runtime_s, "kernel seconds"),
+                                                  ("speedup", prediction.speedup, "speedup"))):
+        if values is not None:
+            written.append(plots.predicted_vs_true(true[:, i], values, samples.kernels,
+                                                   directory / f"{stem}_{target}.png", title, label))
+    return written

@@ -114,3 +114,56 @@ def test_input_matrix_refuses_foreign_feature_names():
         input_matrix([{"op:add": 1.0}], [1], [1], [1024], schema)
     with pytest.raises(FeatureError, match="cfg:log2_dpus is -inf"):
         input_matrix([dict.fromkeys(schema.names, 0.0)], [0], [1], [1024], schema)
+
+
+# -- Parquet exports (the shipped reference dataset) and the split by binary ------------------
+
+@pytest.fixture(scope="module")
+def parquet(l2p_db, tmp_path_factory):
+    """The training table of the test store exported as `cnmtune dataset export` writes it."""
+    schema = default_schema()
+    path = tmp_path_factory.mktemp("parquet") / "train.parquet"
+    with Store(l2p_db) as store:
+        store.export(path, "training", schema.hash, {"cnmtune.feature_schema_hash": schema.hash})
+    return path
+
+
+def test_parquet_export_loads_the_same_samples(parquet, samples):
+    loaded = load_samples(parquet)
+    assert loaded.data_hash == samples.data_hash and len(loaded) == len(samples)
+    for name in ("kernels", "pipelines", "dpus", "tasklets", "sizes", "elf_hashes"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(samples, name))
+    assert loaded.split(0)[2].data_hash == samples.split(0)[2].data_hash
+
+
+def test_parquet_of_another_schema_is_refused(parquet, tmp_path):
+    import pyarrow.parquet
+
+    with pytest.raises(SchemaMismatch, match="exported under schema"):
+        load_samples(parquet, default_schema(loop_weight=3.0))
+    table = pyarrow.parquet.read_table(parquet)
+    renamed = table.rename_columns([c.replace("f.op:add", "f.op:plus") for c in table.column_names])
+    pyarrow.parquet.write_table(renamed.replace_schema_metadata({}), tmp_path / "renamed.parquet")
+    with pytest.raises(SchemaMismatch, match="feature columns do not follow schema"):
+        load_samples(tmp_path / "renamed.parquet")
+    pyarrow.parquet.write_table(table.select(["kernel", "speedup"]), tmp_path / "bare.parquet")
+    with pytest.raises(SchemaMismatch, match="no feature columns"):
+        load_samples(tmp_path / "bare.parquet")
+    (tmp_path / "junk.parquet").write_bytes(b"PAR1 nothing here")
+    with pytest.raises(StoreError, match="not a readable Parquet file"):
+        load_samples(tmp_path / "junk.parquet")
+
+
+def test_split_by_binary_keeps_every_elf_in_one_part(samples):
+    parts = samples.split(seed=0, by_binary=True)
+    assert sum(map(len, parts)) == len(samples) and len(set().union(*map(keys, parts))) == len(samples)
+    elfs = [set(p.elf_hashes.tolist()) for p in parts]
+    assert not (elfs[0] & elfs[1] or elfs[0] & elfs[2] or elfs[1] & elfs[2])
+    for kernel in samples.kernel_names:  # 3:1:1 over the kernel's distinct binaries
+        n = len(set(samples.select([kernel]).elf_hashes.tolist()))
+        assert [len(set(p.select([kernel]).elf_hashes.tolist())) for p in parts][1] == round(n / 5)
+    assert [p.data_hash for p in parts] == [p.data_hash for p in samples.split(seed=0, by_binary=True)]
+    unknown = samples.take(np.arange(len(samples)))
+    object.__setattr__(unknown, "elf_hashes", None)
+    with pytest.raises(CnmtuneError, match="needs the samples' ELF hashes"):
+        unknown.split(0, by_binary=True)

@@ -121,3 +121,35 @@ def test_export_refuses_a_model_of_another_width(samples, tmp_path):
     with pytest.raises(SchemaMismatch, match="model has 5 inputs"):
         export_onnx(L2PModel(5, L2PConfig(depth=1, width=4)), tmp_path / "m.onnx", schema=samples.schema,
                     toolchain_kind="proxy", llvm_version="22.1.0", data_hash="")
+
+
+# -- the int8 companion -------------------------------------------------------------------------
+
+def test_int8_companion_keeps_the_contract_and_scores_close(exported, trained, splits):
+    from cnmtune.costmodel.onnx_export import int8_path, quantize_model
+
+    path = quantize_model(exported)
+    assert path == int8_path(exported) and path.name == "model.int8.onnx"
+    fp32 = Scorer(exported)
+    int8 = Scorer(path, expect_schema_hash=fp32.schema.hash)
+    assert fp32.quantization is None
+    assert int8.quantization["scheme"] == "dynamic-int8" and int8.quantization["source"] == "model.onnx"
+    for attribute in ("schema", "columns", "targets", "toolchain", "data_hash", "metrics"):
+        assert getattr(int8, attribute) == getattr(fp32, attribute), attribute
+    graph = onnx.load(path)
+    ops = {node.op_type for node in graph.graph.node}
+    assert "MatMulInteger" in ops or "DynamicQuantizeLinear" in ops
+    assert path.stat().st_size < exported.stat().st_size
+    X = splits[2].X
+    a, b = fp32.predict(X).log_targets, int8.predict(X).log_targets
+    assert np.abs(a - b).max() < 0.1 and np.abs(a - b).mean() < 0.02
+    with pytest.raises(ModelError, match="already quantised"):
+        quantize_model(path, path.with_name("again.onnx"))
+
+
+def test_quantize_refuses_foreign_files(tmp_path):
+    from cnmtune.costmodel.onnx_export import quantize_model
+
+    (tmp_path / "junk.onnx").write_bytes(b"junk")
+    with pytest.raises(ModelError, match="cannot read the ONNX model"):
+        quantize_model(tmp_path / "junk.onnx")

@@ -49,6 +49,14 @@ def test_evaluate_prints_a_table_per_kernel(trained_va, l2p_db):
         assert text in result.stdout, text
 
 
+def test_evaluate_writes_plots(trained_va, l2p_db, tmp_path):
+    result = cnmtune("evaluate", str(trained_va[0]), "--db", str(l2p_db), "--plot", str(tmp_path / "plots"), "--json")
+    assert result.returncode == 0, result.stderr
+    written = [Path(p) for p in json.loads(result.stdout)["plots"]]
+    assert sorted(p.name for p in written) == ["va_kernels.png", "va_runtime.png", "va_speedup.png"]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
+
+
 def test_finetune_from_the_onnx_model_then_evaluate(trained_va, l2p_db, tmp_path):
     out = tmp_path / "red.onnx"
     result = cnmtune("finetune", str(trained_va[0]), "--db", str(l2p_db), "--kernel", "red", "--fraction", "0.01",

@@ -1,0 +1,504 @@
+"""Reproduce the L2P paper's evaluation on cnmtune's reference dataset: JSON + PNGs + one table.
+
+Parts (``--parts``, default all):
+
+- ``indist``   in-distribution, per-kernel 3:1:1 split: one model over all kernels (row split and
+               split by binary), one model per kernel (the paper's per-benchmark protocol), the
+               GBT and random-ranking baselines, MC-dropout calibration, int8 vs fp32  (Fig. 4)
+- ``ablation`` the global model without / with the log-count input layer and the analytical
+               prior, and the prior alone, on the split by binary
+- ``transfer`` cross-application: for each target kernel a model trained on the other kernels
+               (leave-one-out, or ``--transfer-folds K`` kernel folds), evaluated without
+               transfer and after fine-tuning on 1 % of the target (first 6 blocks frozen), on
+               the same remaining 99 %; plus the fine-tuning data-fraction sweep
+- ``pairwise`` train-kernel x target-kernel MAPE matrix with (Fig. 5) and without (Fig. 6)
+               transfer, sources = the per-kernel models of ``indist`` over ``--pairwise``
+- ``times``    training, fine-tuning and prediction times (Figs. 8-9)
+
+    python benchmarks/reproduce_l2p.py [--data out/reference.sqlite] [--out benchmarks/results]
+        [--kernels va,red,...] [--pairwise va,gemv,...] [--parts indist,transfer,...]
+        [--epochs 300] [--transfer-folds 20] [--threads 1] [--quick]
+
+``--quick`` is a smoke run (small network, few epochs): the numbers mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.table import Table
+
+from cnmtune.atomic import atomic_write
+from cnmtune.costmodel import plots
+from cnmtune.costmodel.baselines import AnalyticalBaseline, GbtBaseline, RandomBaseline
+from cnmtune.costmodel.model import TRANSFER_FROZEN, L2PConfig
+from cnmtune.costmodel.onnx_export import export_onnx, quantize_model
+from cnmtune.costmodel.prediction import evaluate
+from cnmtune.costmodel.recipe import MODEL_DEFAULTS, TRAIN_DEFAULTS
+from cnmtune.costmodel.samples import SampleSet, load_samples
+from cnmtune.costmodel.scorer import Scorer
+from cnmtune.costmodel.training import finetune, predict, train
+from cnmtune.costmodel.uncertainty import fit_std_scale, interval_coverage, mc_dropout_predict
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT / "cnmtune" / "data" / "reference.parquet"
+FRACTIONS = (0.001, 0.005, 0.01, 0.05, 0.1)
+PARTS = ("indist", "ablation", "transfer", "pairwise", "times")
+#: Default subset of the pairwise matrix: one kernel per PrIM/PIM-ML behaviour class
+#: (streaming, reduction, scan, histogram, dense and sparse linear algebra, graph, transpose,
+#: dynamic programming, ML training).
+PAIRWISE = ("va", "red", "scan-ssa", "hst-s", "gemv", "spmv", "bfs", "trns", "nw", "lirq")
+console = Console()
+
+
+def _summary(report: dict) -> dict:
+    """Means over kernels (not over samples: every kernel counts once, as in the paper)."""
+    kernels = [k for k in report if k != "all"]
+
+    def mean(metric: str) -> float | None:
+        values = [report[k][metric] for k in kernels if report[k].get(metric) is not None]
+        return float(np.mean(values)) if values else None
+
+    r2 = [report[k]["runtime_r2"] for k in kernels if report[k].get("runtime_r2") is not None]
+    return {"runtime_mape": mean("runtime_mape"), "speedup_mape": mean("speedup_mape"),
+            "runtime_r2_mean": float(np.mean(r2)) if r2 else None, "runtime_r2_min": min(r2) if r2 else None,
+            "tau": mean("tau"), "top10_regret": mean("top10_regret"), "top10_recall": mean("top10_recall"),
+            "kernels": len(kernels)}
+
+
+class Run:
+    """Options, data and the growing result record of one reproduction."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.out: Path = args.out
+        self.out.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        samples = load_samples(args.data)
+        self.samples = samples.select(args.kernels) if args.kernels else samples
+        self.load_seconds = time.perf_counter() - start
+        self.config = L2PConfig(**{**MODEL_DEFAULTS, **({"depth": 2, "width": 64} if args.quick else {})})
+        self.freeze = min(TRANSFER_FROZEN, self.config.depth // 2)
+        self.train_kwargs = {**TRAIN_DEFAULTS, "epochs": args.epochs, "threads": args.threads, "seed": args.seed}
+        if args.patience is not None:
+            self.train_kwargs["patience"] = args.patience
+        self.finetune_kwargs = {"epochs": args.finetune_epochs, "threads": args.threads}
+        self.result: dict = {"data": str(args.data), "samples": len(self.samples),
+                             "kernels": self.samples.kernel_names, "config": self.config.to_dict(),
+                             "train": {k: v for k, v in self.train_kwargs.items() if k != "threads"},
+                             "finetune": {"fraction": 0.01, "freeze": self.freeze, **self.finetune_kwargs},
+                             "seed": args.seed, "threads": args.threads, "quick": args.quick}
+        self.per_kernel_models: dict = {}
+        self.times: dict[str, float] = {}
+        self.png: list[str] = []
+
+    def log(self, text: str) -> None:
+        console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {text}", highlight=False)
+
+    def train(self, train_set: SampleSet, val_set: SampleSet, config: L2PConfig | None = None, **override):
+        return train(config or self.config, train_set, val_set, **{**self.train_kwargs, **override})
+
+    def save(self) -> Path:
+        """Write the record; parts of an earlier run in the same directory that this run did not
+        redo are kept (so parts can run separately, e.g. in parallel processes)."""
+        path = self.out / "reproduce_l2p.json"
+        merged = {}
+        if path.is_file() and not self.args.fresh:
+            try:
+                merged = json.loads(path.read_text())
+            except (OSError, ValueError):
+                merged = {}
+        merged.update({k: v for k, v in self.result.items() if k not in ("times_seconds", "pngs")})
+        merged["times_seconds"] = {**merged.get("times_seconds", {}), **self.times}
+        merged["pngs"] = sorted(set(merged.get("pngs", [])) | set(self.png))
+        atomic_write(path, (json.dumps(merged, indent=1, sort_keys=True, default=float) + "\n").encode())
+        self.merged = merged
+        return path
+
+
+# -- in-distribution ------------------------------------------------------------------------
+
+def indist(run: Run) -> None:
+    samples, out, record = run.samples, run.out, {}
+    for split_name, by_binary in (("row", False), ("binary", True)):
+        train_set, val_set, test_set = samples.split(run.args.seed, by_binary=by_binary)
+        run.log(f"global model, {split_name} split: {len(train_set)} train / {len(val_set)} val / {len(test_set)} test")
+        result = run.train(train_set, val_set)
+        report = evaluate(test_set, predict(result.model, test_set.X))
+        record[f"global_{split_name}"] = {"config": run.config.to_dict(), "summary": _summary(report),
+                                          "per_kernel": report,
+                                          "epochs_run": len(result.train_losses), "best_epoch": result.best_epoch,
+                                          "seconds": result.seconds}
+        run.times[f"train global ({len(train_set)} samples)"] = result.seconds
+        run.png.append(str(plots.kernel_bars(report, out / f"l2p_fig4_global_{split_name}.png",
+                                             f"one model over all kernels, test split ({split_name})")))
+        gbt = GbtBaseline(seed=run.args.seed, max_iter=60 if run.args.quick else 1000).fit(train_set, val_set)
+        gbt_report = evaluate(test_set, gbt.predict(test_set.X))
+        record[f"gbt_{split_name}"] = {"summary": _summary(gbt_report), "per_kernel": gbt_report,
+                                       "seconds": gbt.seconds, "trees": [m.n_iter_ for m in gbt.models]}
+        run.times[f"train GBT baseline ({len(train_set)} samples)"] = gbt.seconds
+        random_report = evaluate(test_set, RandomBaseline(run.args.seed).predict(test_set.X))
+        record[f"random_{split_name}"] = {"summary": _summary(random_report)}
+        if split_name == "row":
+            record["mc_dropout"] = mc_dropout(run, result.model, val_set, test_set, 4 if run.args.quick else 30)
+            record["int8"] = int8(run, result.model, test_set)
+        run.log(f"  L2P {_fmt(record[f'global_{split_name}']['summary'])}")
+        run.log(f"  GBT {_fmt(record[f'gbt_{split_name}']['summary'])}")
+
+    # the paper's protocol: one model per benchmark
+    for split_name, by_binary in (("row", False), ("binary", True)):
+        if by_binary and not run.args.per_kernel_binary:
+            continue
+        report, seconds, epochs = {}, [], []
+        for kernel in samples.kernel_names:
+            train_set, val_set, test_set = samples.select([kernel]).split(run.args.seed, by_binary=by_binary)
+            result = run.train(train_set, val_set, batch_size=run.args.per_kernel_batch)
+            report[kernel] = evaluate(test_set, predict(result.model, test_set.X))[kernel]
+            seconds.append(result.seconds)
+            epochs.append(len(result.train_losses))
+            if not by_binary:
+                run.per_kernel_models[kernel] = result.model
+            run.log(f"  per-kernel {split_name} {kernel}: runtime MAPE {report[kernel]['runtime_mape']:.2f} %, "
+                    f"R² {report[kernel]['runtime_r2']:.3f}, {result.seconds:.0f} s")
+        record[f"per_kernel_{split_name}"] = {"summary": _summary(report), "per_kernel": report,
+                                              "seconds": seconds, "epochs_run": epochs}
+        run.times[f"train one kernel (mean of {len(seconds)})"] = float(np.mean(seconds))
+        run.png.append(str(plots.kernel_bars(report, out / f"l2p_fig4_per_kernel_{split_name}.png",
+                                             f"one model per kernel, test split ({split_name})")))
+        run.log(f"  per-kernel {split_name}: {_fmt(record[f'per_kernel_{split_name}']['summary'])}")
+    run.result["in_distribution"] = record
+
+
+def mc_dropout(run: Run, model, val_set: SampleSet, test_set: SampleSet, passes: int = 30) -> dict:
+    """Coverage of the 90 % MC-dropout interval on the test split, raw and with the std scale
+    fitted on the validation split; accuracy of the MC mean against the deterministic pass."""
+    start = time.perf_counter()
+    val = mc_dropout_predict(model, val_set.X, passes, seed=run.args.seed)
+    test = mc_dropout_predict(model, test_set.X, passes, seed=run.args.seed + 1)
+    seconds = time.perf_counter() - start
+    record = {"passes": passes, "seconds_val_and_test": seconds}
+    for i, target in enumerate(model.config.targets):
+        scale = fit_std_scale(val_set.y[:, i], val.mean[:, i], val.std[:, i], 0.9)
+        record[target] = {
+            "coverage90_raw": interval_coverage(test_set.y[:, i], test.mean[:, i], test.std[:, i], 0.9),
+            "std_scale_from_val": scale,
+            "coverage90_recalibrated": interval_coverage(test_set.y[:, i], test.mean[:, i], test.std[:, i], 0.9,
+                                                         scale),
+            "median_std_log": float(np.median(test.std[:, i])),
+            "spearman_error_vs_std": float(_spearman(np.abs(test_set.y[:, i] - test.mean[:, i]), test.std[:, i])),
+        }
+    from cnmtune.costmodel.prediction import Prediction
+
+    mc_report = evaluate(test_set, Prediction(test.mean.astype(np.float32), model.config.targets))
+    record["mc_mean_summary"] = _summary(mc_report)
+    run.log(f"  MC dropout: runtime coverage {record['runtime']['coverage90_raw']:.3f} raw, "
+            f"{record['runtime']['coverage90_recalibrated']:.3f} recalibrated")
+    return record
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    from cnmtune.costmodel.metrics import spearman_rho
+
+    return spearman_rho(a, b)
+
+
+def int8(run: Run, model, test_set: SampleSet) -> dict:
+    """Test-split metrics of the exported fp32 model and of its int8 companion."""
+    with tempfile.TemporaryDirectory(prefix="cnmtune-repro-") as tmp:
+        path = export_onnx(model, Path(tmp) / "m.onnx", schema=test_set.schema, toolchain_kind="proxy",
+                           llvm_version="n/a", data_hash="reproduce")
+        q_path = quantize_model(path)
+        fp32, q8 = Scorer(path), Scorer(q_path)
+        record = {}
+        for name, scorer in (("fp32", fp32), ("int8", q8)):
+            prediction = scorer.predict(test_set.X)
+            record[name] = _summary(evaluate(test_set, prediction))
+            record[f"{name}_bytes"] = (path if name == "fp32" else q_path).stat().st_size
+            X = np.ascontiguousarray(np.tile(test_set.X, (-(-10_000 // len(test_set.X)), 1))[:10_000])
+            scorer.predict(X)
+            best = min(_timed(scorer.predict, X) for _ in range(5))
+            record[f"{name}_variants_per_second"] = 10_000 / best
+            run.times[f"ONNX {name} scoring, 10,000 variants"] = best
+        record["runtime_mape_delta"] = record["int8"]["runtime_mape"] - record["fp32"]["runtime_mape"]
+        record["speedup_mape_delta"] = record["int8"]["speedup_mape"] - record["fp32"]["speedup_mape"]
+        record["max_abs_log_diff"] = float(np.abs(q8.predict(test_set.X).log_targets
+                                                  - fp32.predict(test_set.X).log_targets).max())
+    run.log(f"  int8: runtime MAPE {record['fp32']['runtime_mape']:.3f} -> {record['int8']['runtime_mape']:.3f} %, "
+            f"{record['fp32_variants_per_second']:.0f} -> {record['int8_variants_per_second']:.0f} variants/s")
+    return record
+
+
+def _timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+# -- ablation -------------------------------------------------------------------------------
+
+def ablation(run: Run) -> None:
+    """The global model on the split by binary with the fixed input layers switched on in turn.
+
+    The variant equal to the default configuration reuses ``indist``'s global binary-split
+    model when that part ran (in this or an earlier run with the same output directory)."""
+    train_set, val_set, test_set = run.samples.split(run.args.seed, by_binary=True)
+    base = run.config.to_dict()
+    variants = {
+        "paper (raw inputs)": L2PConfig(**{**base, "log_inputs": False, "prior": False}),
+        "+ log inputs": L2PConfig(**{**base, "log_inputs": True, "prior": False}),
+        "+ log inputs + prior": L2PConfig(**{**base, "log_inputs": True, "prior": True}),
+    }
+    earlier = _earlier(run).get("in_distribution", {}).get("global_binary")
+    record = {}
+    for name, config in variants.items():
+        if earlier is not None and config == run.config and earlier.get("config") == config.to_dict():
+            record[name] = {**earlier, "reused": "in_distribution.global_binary"}
+        else:
+            result = run.train(train_set, val_set, config)
+            report = evaluate(test_set, predict(result.model, test_set.X))
+            record[name] = {"config": config.to_dict(), "summary": _summary(report), "per_kernel": report,
+                            "epochs_run": len(result.train_losses), "seconds": result.seconds}
+        run.log(f"  ablation {name}: {_fmt(record[name]['summary'])}")
+    prior_only = AnalyticalBaseline().fit(train_set)
+    record["prior alone (fitted line)"] = {"summary": _summary(evaluate(test_set, prior_only.predict(test_set.X)))}
+    run.log(f"  ablation prior alone: {_fmt(record['prior alone (fitted line)']['summary'])}")
+    run.result["ablation"] = {"split": "binary", "variants": record}
+
+
+def _earlier(run: Run) -> dict:
+    """This run's record merged over the JSON of an earlier run in the output directory."""
+    path = run.out / "reproduce_l2p.json"
+    earlier = {}
+    if path.is_file() and not run.args.fresh:
+        try:
+            earlier = json.loads(path.read_text())
+        except (OSError, ValueError):
+            earlier = {}
+    return {**earlier, **run.result}
+
+
+# -- cross-application transfer -------------------------------------------------------------
+
+def _folds(kernels: list[str], count: int, seed: int) -> list[list[str]]:
+    count = max(1, min(count, len(kernels)))
+    if count == len(kernels):
+        return [[k] for k in kernels]
+    order = np.random.default_rng(seed).permutation(kernels).tolist()
+    return [sorted(order[i::count]) for i in range(count)]
+
+
+def transfer(run: Run) -> None:
+    samples, seed = run.samples, run.args.seed
+    folds = _folds(samples.kernel_names, run.args.transfer_folds or len(samples.kernel_names), seed)
+    per_kernel, sweep, train_seconds, tune_seconds = {}, {}, [], []
+    for fold in folds:
+        source = samples.select(exclude=fold)
+        train_set, val_set, _ = source.split(seed)
+        result = run.train(train_set, val_set)
+        train_seconds.append(result.seconds)
+        for kernel in fold:
+            target = samples.select([kernel])
+            tuned = finetune(result.model, target, 0.01, run.freeze, seed, **run.finetune_kwargs)
+            tune_seconds.append(tuned.seconds)
+            rest = tuned.evaluated_on
+            without = evaluate(rest, predict(result.model, rest.X))[kernel]
+            per_kernel[kernel] = {"with_transfer": tuned.metrics[kernel], "without_transfer": without,
+                                  "tuned_on": len(tuned.tuned_on), "evaluated_on": len(rest),
+                                  "finetune_seconds": tuned.seconds, "trained_on": sorted(set(source.kernel_names))}
+            sweep[kernel] = {}
+            for fraction in FRACTIONS:
+                # minimum 2 (BatchNorm needs a pair): 0.1 % of a 1,560-sample kernel is 2 samples
+                swept = finetune(result.model, target, fraction, run.freeze, seed, minimum=2,
+                                 **run.finetune_kwargs)
+                sweep[kernel][str(fraction)] = {"samples": len(swept.tuned_on), **swept.metrics[kernel]}
+            run.log(f"  transfer -> {kernel}: runtime MAPE {without['runtime_mape']:.1f} % without, "
+                    f"{tuned.metrics[kernel]['runtime_mape']:.2f} % with (tuned on {len(tuned.tuned_on)}, "
+                    f"{tuned.seconds:.1f} s)")
+    kernels = sorted(per_kernel)
+
+    def mean(kind: str, metric: str) -> float:
+        return float(np.mean([per_kernel[k][kind][metric] for k in kernels if per_kernel[k][kind][metric] is not None]))
+
+    summary = {kind: {m: mean(kind, m) for m in ("runtime_mape", "speedup_mape", "tau", "top10_regret")}
+               for kind in ("with_transfer", "without_transfer")}
+    sweep_mean = {str(f): {m: float(np.mean([sweep[k][str(f)][m] for k in kernels]))
+                           for m in ("runtime_mape", "speedup_mape", "tau", "samples")} for f in FRACTIONS}
+    run.result["transfer"] = {
+        "protocol": ("leave-one-kernel-out" if all(len(f) == 1 for f in folds)
+                     else f"{len(folds)} kernel folds (train on the other folds)"),
+        "folds": folds, "summary": summary, "per_kernel": per_kernel, "fraction_sweep": sweep,
+        "fraction_sweep_mean": sweep_mean, "train_seconds": train_seconds, "finetune_seconds": tune_seconds}
+    run.times[f"train on the other kernels (mean of {len(train_seconds)})"] = float(np.mean(train_seconds))
+    run.times["fine-tune on 1 % of a kernel (mean)"] = float(np.mean(tune_seconds))
+    matrix = np.array([[per_kernel[k]["without_transfer"]["runtime_mape"], per_kernel[k]["with_transfer"]["runtime_mape"]]
+                       for k in kernels])
+    run.png.append(str(plots.heatmap(matrix.T, ["without transfer", "with transfer (1 %)"], kernels,
+                                     run.out / "l2p_loo_transfer.png",
+                                     "trained on the other kernels -> target kernel, runtime MAPE %")))
+    curves = {"mean over kernels": [sweep_mean[str(f)]["runtime_mape"] for f in FRACTIONS]}
+    curves.update({k: [sweep[k][str(f)]["runtime_mape"] for f in FRACTIONS] for k in kernels[:6]})
+    run.png.append(str(plots.fraction_sweep(FRACTIONS, curves, run.out / "l2p_fraction_sweep.png",
+                                            "transfer: fine-tuning data fraction")))
+    run.log(f"  transfer mean runtime MAPE: {summary['with_transfer']['runtime_mape']:.2f} % with, "
+            f"{summary['without_transfer']['runtime_mape']:.1f} % without")
+
+
+def pairwise(run: Run) -> None:
+    """Source = a per-kernel model of ``indist``; target = another kernel of the subset."""
+    kernels = [k for k in (run.args.pairwise or PAIRWISE) if k in run.samples.kernel_names]
+    missing = [k for k in kernels if k not in run.per_kernel_models]
+    for kernel in missing:  # pairwise without indist: train the source models here
+        train_set, val_set, _ = run.samples.select([kernel]).split(run.args.seed)
+        run.per_kernel_models[kernel] = run.train(train_set, val_set, batch_size=run.args.per_kernel_batch).model
+    n = len(kernels)
+    with_t, without_t = np.full((n, n), np.nan), np.full((n, n), np.nan)
+    for j, target_name in enumerate(kernels):
+        target = run.samples.select([target_name])
+        for i, source_name in enumerate(kernels):
+            model = run.per_kernel_models[source_name]
+            tuned = finetune(model, target, 0.01, run.freeze, run.args.seed, **run.finetune_kwargs)
+            rest = tuned.evaluated_on
+            with_t[i, j] = tuned.metrics[target_name]["runtime_mape"]
+            without_t[i, j] = evaluate(rest, predict(model, rest.X))[target_name]["runtime_mape"]
+    off = ~np.eye(n, dtype=bool)
+    run.result["pairwise"] = {"kernels": kernels, "with_transfer": with_t.tolist(), "without_transfer": without_t.tolist(),
+                              "mean_off_diagonal_with": float(np.mean(with_t[off])) if n > 1 else None,
+                              "mean_off_diagonal_without": float(np.mean(without_t[off])) if n > 1 else None,
+                              "note": "diagonal: the source kernel's own model fine-tuned on 1 % of itself"}
+    run.png.append(str(plots.heatmap(with_t, kernels, kernels, run.out / "l2p_fig5_transfer.png",
+                                     "runtime MAPE %, fine-tuned on 1 % of the target")))
+    run.png.append(str(plots.heatmap(without_t, kernels, kernels, run.out / "l2p_fig6_no_transfer.png",
+                                     "runtime MAPE %, without transfer")))
+    run.log(f"  pairwise over {n} kernels: mean off-diagonal runtime MAPE "
+            f"{run.result['pairwise']['mean_off_diagonal_with']:.1f} % with, "
+            f"{run.result['pairwise']['mean_off_diagonal_without']:.1f} % without transfer")
+
+
+def times(run: Run) -> None:
+    """Prediction times (torch, one thread) on top of the training / fine-tuning times measured."""
+    train_set, val_set, test_set = run.samples.split(run.args.seed)
+    model = next(iter(run.per_kernel_models.values()), None)
+    if model is None:
+        model = run.train(train_set, val_set, epochs=1).model
+    X = np.ascontiguousarray(np.tile(test_set.X, (-(-10_000 // len(test_set.X)), 1))[:10_000])
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        predict(model, X)
+        run.times["torch prediction, 10,000 variants, 1 thread"] = min(_timed(predict, model, X) for _ in range(3))
+    finally:
+        torch.set_num_threads(previous)
+    run.result["times_seconds"] = dict(run.times)
+    run.png.append(str(plots.time_bars(run.times, run.out / "l2p_fig8_9_times.png",
+                                       "training, fine-tuning and prediction times")))
+
+
+def _fmt(summary: dict) -> str:
+    value = lambda k, p: "-" if summary.get(k) is None else format(summary[k], p)
+    return (f"runtime MAPE {value('runtime_mape', '.2f')} %, speedup MAPE {value('speedup_mape', '.2f')} %, "
+            f"R² min {value('runtime_r2_min', '.3f')}, τ {value('tau', '.3f')}, "
+            f"top-10 regret {value('top10_regret', '.4f')}")
+
+
+def headline(r: dict) -> Table:
+    """The must-show numbers of a result record against their targets."""
+    table = Table(title="L2P reproduction: headline numbers")
+    for column in ("measure", "value", "target"):
+        table.add_column(column, justify="right" if column != "measure" else "left")
+    pct = lambda v: "-" if v is None else f"{v:.2f} %"
+    num = lambda v: "-" if v is None else f"{v:.3f}"
+    ind = r.get("in_distribution", {})
+    for key, label in (("per_kernel_row", "per-kernel models, row split"), ("global_row", "global model, row split"),
+                       ("global_binary", "global model, split by binary"), ("per_kernel_binary",
+                                                                            "per-kernel models, split by binary"),
+                       ("gbt_row", "GBT baseline, row split"), ("gbt_binary", "GBT baseline, split by binary")):
+        if key in ind:
+            s = ind[key]["summary"]
+            table.add_row(f"{label}: runtime MAPE", pct(s["runtime_mape"]), "<= 5 %")
+            table.add_row(f"{label}: speedup MAPE", pct(s["speedup_mape"]), "<= 5 %")
+            table.add_row(f"{label}: min R² over kernels", num(s["runtime_r2_min"]), ">= 0.9")
+            table.add_row(f"{label}: Kendall τ", num(s["tau"]), ">= 0.8")
+            table.add_row(f"{label}: top-10 regret", pct(100 * s["top10_regret"] if s["top10_regret"] is not None
+                                                         else None), "")
+            table.add_section()
+    for key in ("random_row",):
+        if key in ind:
+            table.add_row("random ranking: Kendall τ", num(ind[key]["summary"]["tau"]), "")
+            table.add_row("random ranking: top-10 regret", pct(100 * ind[key]["summary"]["top10_regret"]), "")
+    if "mc_dropout" in ind:
+        mc = ind["mc_dropout"]["runtime"]
+        table.add_row("MC dropout 90 % interval coverage (raw / recal.)",
+                      f"{mc['coverage90_raw']:.3f} / {mc['coverage90_recalibrated']:.3f}", "0.9")
+    if "int8" in ind:
+        table.add_row("int8 - fp32 runtime MAPE", f"{ind['int8']['runtime_mape_delta']:+.3f} pp", "")
+        table.add_row("int8 scoring", f"{ind['int8']['int8_variants_per_second']:,.0f} /s", ">= 100,000 /s")
+    if "transfer" in r:
+        t = r["transfer"]["summary"]
+        table.add_section()
+        table.add_row(f"transfer ({r['transfer']['protocol']}), 1 %: runtime MAPE",
+                      pct(t["with_transfer"]["runtime_mape"]), "<= 10 %")
+        table.add_row("transfer, 1 %: speedup MAPE", pct(t["with_transfer"]["speedup_mape"]), "")
+        table.add_row("without transfer: runtime MAPE", pct(t["without_transfer"]["runtime_mape"]), "")
+        ft = r["transfer"]["finetune_seconds"]
+        table.add_row("fine-tuning one kernel (max)", f"{max(ft):.1f} s", "< 30 s")
+    if "pairwise" in r and r["pairwise"]["mean_off_diagonal_with"] is not None:
+        table.add_row(f"pairwise ({len(r['pairwise']['kernels'])} kernels): off-diagonal MAPE with / without",
+                      f"{r['pairwise']['mean_off_diagonal_with']:.1f} / {r['pairwise']['mean_off_diagonal_without']:.1f} %",
+                      "")
+    return table
+
+
+PART_FUNCTIONS = {"indist": indist, "ablation": ablation, "transfer": transfer, "pairwise": pairwise,
+                  "times": times}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="store or Parquet export")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--kernels", type=lambda s: [k for k in s.split(",") if k], help="only these kernels")
+    parser.add_argument("--pairwise", type=lambda s: [k for k in s.split(",") if k],
+                        help=f"kernels of the pairwise matrix (default: {','.join(PAIRWISE)})")
+    parser.add_argument("--parts", type=lambda s: [p for p in s.split(",") if p], default=list(PARTS))
+    parser.add_argument("--epochs", type=int, help=f"maximum epochs (default {TRAIN_DEFAULTS['epochs']}, --quick 3)")
+    parser.add_argument("--patience", type=int)
+    parser.add_argument("--finetune-epochs", type=int, help="fine-tuning epochs (default 100, --quick 5)")
+    parser.add_argument("--per-kernel-batch", type=int, default=32,
+                        help="minibatch of the per-kernel models (~940 training samples each)")
+    parser.add_argument("--per-kernel-binary", action="store_true", help="also per-kernel models on the binary split")
+    parser.add_argument("--transfer-folds", type=int, help="kernel folds for transfer (default: leave-one-out)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="smoke run: 2 x 64 network (numbers mean nothing)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="overwrite the JSON (default: keep the parts of an earlier run that this one skips)")
+    args = parser.parse_args()
+    unknown = sorted(set(args.parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    if args.epochs is None:
+        args.epochs = 3 if args.quick else TRAIN_DEFAULTS["epochs"]
+    if args.finetune_epochs is None:
+        args.finetune_epochs = 5 if args.quick else 100
+    torch.set_num_threads(args.threads)
+    run = Run(args)
+    run.log(f"{len(run.samples)} samples of {len(run.samples.kernel_names)} kernels from {args.data} "
+            f"({run.load_seconds:.1f} s)")
+    for part in dict.fromkeys(args.parts):  # in the order given
+        run.log(f"[bold]{part}[/bold]")
+        PART_FUNCTIONS[part](run)
+        run.save()
+    run.save()
+    console.print(headline(run.merged))
+    console.print(f"wrote {run.save()} and {len(run.png)} PNG(s) in {run.out}", highlight=False)
+
+
+if __name__ == "__main__":
+    main()
