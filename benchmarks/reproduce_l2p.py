@@ -25,6 +25,7 @@ Parts (``--parts``, default all):
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import tempfile
 import time
@@ -90,7 +91,8 @@ class Run:
         if args.patience is not None:
             self.train_kwargs["patience"] = args.patience
         self.finetune_kwargs = {"epochs": args.finetune_epochs, "threads": args.threads}
-        self.result: dict = {"data": str(args.data), "samples": len(self.samples),
+        self.result: dict = {"data": str(args.data), "data_hash": self.samples.data_hash,
+                             "samples": len(self.samples),
                              "kernels": self.samples.kernel_names, "config": self.config.to_dict(),
                              "train": {k: v for k, v in self.train_kwargs.items() if k != "threads"},
                              "finetune": {"fraction": 0.01, "freeze": self.freeze, **self.finetune_kwargs},
@@ -104,6 +106,25 @@ class Run:
 
     def train(self, train_set: SampleSet, val_set: SampleSet, config: L2PConfig | None = None, **override):
         return train(config or self.config, train_set, val_set, **{**self.train_kwargs, **override})
+
+    def trained_model(self, name: str, train_set: SampleSet, val_set: SampleSet, **override):
+        """A model trained as ``train`` would, read from ``--cache`` when an identical training
+        (same config, options and data) was saved there; (model, training seconds)."""
+        if self.args.cache is None:
+            result = self.train(train_set, val_set, **override)
+            return result.model, result.seconds
+        from cnmtune.costmodel.checkpoint import load_checkpoint, save_checkpoint
+
+        key = json.dumps([self.config.to_dict(), {**self.train_kwargs, **override, "threads": None},
+                          train_set.data_hash, val_set.data_hash], sort_keys=True)
+        path = self.args.cache / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.pt"
+        if path.is_file():
+            model, meta = load_checkpoint(path)
+            return model, meta["seconds"]
+        result = self.train(train_set, val_set, **override)
+        self.args.cache.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(path, result.model, {"seconds": result.seconds, "key": json.loads(key)})
+        return result.model, result.seconds
 
     def save(self) -> Path:
         """Write the record; parts of an earlier run in the same directory that this run did not
@@ -139,7 +160,8 @@ def indist(run: Run) -> None:
         run.times[f"train global ({len(train_set)} samples)"] = result.seconds
         run.png.append(str(plots.kernel_bars(report, out / f"l2p_fig4_global_{split_name}.png",
                                              f"one model over all kernels, test split ({split_name})")))
-        gbt = GbtBaseline(seed=run.args.seed, max_iter=60 if run.args.quick else 1000).fit(train_set, val_set)
+        gbt = GbtBaseline(seed=run.args.seed, max_iter=60 if run.args.quick else 1000,
+                          threads=run.args.threads).fit(train_set, val_set)
         gbt_report = evaluate(test_set, gbt.predict(test_set.X))
         record[f"gbt_{split_name}"] = {"summary": _summary(gbt_report), "per_kernel": gbt_report,
                                        "seconds": gbt.seconds, "trees": [m.n_iter_ for m in gbt.models]}
@@ -301,21 +323,21 @@ def transfer(run: Run) -> None:
     for fold in folds:
         source = samples.select(exclude=fold)
         train_set, val_set, _ = source.split(seed)
-        result = run.train(train_set, val_set)
-        train_seconds.append(result.seconds)
+        model, seconds = run.trained_model("without-" + "+".join(fold), train_set, val_set)
+        train_seconds.append(seconds)
         for kernel in fold:
             target = samples.select([kernel])
-            tuned = finetune(result.model, target, 0.01, run.freeze, seed, **run.finetune_kwargs)
+            tuned = finetune(model, target, 0.01, run.freeze, seed, **run.finetune_kwargs)
             tune_seconds.append(tuned.seconds)
             rest = tuned.evaluated_on
-            without = evaluate(rest, predict(result.model, rest.X))[kernel]
+            without = evaluate(rest, predict(model, rest.X))[kernel]
             per_kernel[kernel] = {"with_transfer": tuned.metrics[kernel], "without_transfer": without,
                                   "tuned_on": len(tuned.tuned_on), "evaluated_on": len(rest),
                                   "finetune_seconds": tuned.seconds, "trained_on": sorted(set(source.kernel_names))}
             sweep[kernel] = {}
             for fraction in FRACTIONS:
                 # minimum 2 (BatchNorm needs a pair): 0.1 % of a 1,560-sample kernel is 2 samples
-                swept = finetune(result.model, target, fraction, run.freeze, seed, minimum=2,
+                swept = finetune(model, target, fraction, run.freeze, seed, minimum=2,
                                  **run.finetune_kwargs)
                 sweep[kernel][str(fraction)] = {"samples": len(swept.tuned_on), **swept.metrics[kernel]}
             run.log(f"  transfer -> {kernel}: runtime MAPE {without['runtime_mape']:.1f} % without, "
@@ -356,7 +378,8 @@ def pairwise(run: Run) -> None:
     missing = [k for k in kernels if k not in run.per_kernel_models]
     for kernel in missing:  # pairwise without indist: train the source models here
         train_set, val_set, _ = run.samples.select([kernel]).split(run.args.seed)
-        run.per_kernel_models[kernel] = run.train(train_set, val_set, batch_size=run.args.per_kernel_batch).model
+        run.per_kernel_models[kernel] = run.trained_model(f"only-{kernel}", train_set, val_set,
+                                                          batch_size=run.args.per_kernel_batch)[0]
     n = len(kernels)
     with_t, without_t = np.full((n, n), np.nan), np.full((n, n), np.nan)
     for j, target_name in enumerate(kernels):
@@ -477,6 +500,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 x 64 network (numbers mean nothing)")
+    parser.add_argument("--cache", type=Path, help="keep the trained transfer and pairwise source models here "
+                                                       "and reuse them when training would be identical")
     parser.add_argument("--fresh", action="store_true",
                         help="overwrite the JSON (default: keep the parts of an earlier run that this one skips)")
     args = parser.parse_args()

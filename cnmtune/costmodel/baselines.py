@@ -27,8 +27,9 @@ class GbtBaseline:
     """One HistGradientBoostingRegressor per log target on the raw input columns."""
 
     def __init__(self, max_iter: int = 1000, learning_rate: float = 0.1, max_leaf_nodes: int = 63,
-                 seed: int = 0):
+                 seed: int = 0, threads: int | None = 1):
         self.max_iter = max_iter
+        self.threads = threads  # OpenMP threads of the tree building (None: all cores)
         self.learning_rate = learning_rate
         self.max_leaf_nodes = max_leaf_nodes
         self.seed = seed
@@ -38,6 +39,12 @@ class GbtBaseline:
     def fit(self, train_set: SampleSet, val_set: SampleSet, chunk: int = 25, patience: int = 4) -> GbtBaseline:
         """Fit on ``train_set``, adding ``chunk`` trees at a time; keep the ensemble with the lowest
         ``val_set`` loss, stop after ``patience`` chunks without improvement (or at ``max_iter``)."""
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=self.threads, user_api="openmp"):
+            return self._fit(train_set, val_set, chunk, patience)
+
+    def _fit(self, train_set: SampleSet, val_set: SampleSet, chunk: int, patience: int) -> GbtBaseline:
         from sklearn.ensemble import HistGradientBoostingRegressor
 
         start = time.perf_counter()
@@ -61,7 +68,10 @@ class GbtBaseline:
 
     def predict(self, X: np.ndarray) -> Prediction:
         """Predicted log targets for rows of ``X``."""
-        out = np.column_stack([m.predict(X) for m in self.models]).astype(np.float32)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=self.threads, user_api="openmp"):
+            out = np.column_stack([m.predict(X) for m in self.models]).astype(np.float32)
         return Prediction(out, TARGETS)
 
 

@@ -74,10 +74,15 @@ class Standardize(nn.Module):
         self.register_buffer("std", torch.ones(n_inputs))
 
     def fit(self, X: np.ndarray) -> None:
-        """Set mean and std from training inputs; constant columns get std 1."""
+        """Set mean and std from training inputs; a constant column gets std = inf (it is ignored).
+
+        The network cannot learn anything from a column that never varies in training: its
+        first-layer weights keep their random initial values. Mapping it to 0 keeps a kernel
+        that does use that feature (transfer) from feeding it through those random weights.
+        """
         data = np.asarray(X, dtype=np.float64)
         std = data.std(axis=0)
-        std[std < 1e-12] = 1.0
+        std[std < 1e-12] = np.inf
         self.mean.copy_(torch.from_numpy(data.mean(axis=0)))
         self.std.copy_(torch.from_numpy(std))
 
@@ -112,6 +117,8 @@ class L2PModel(nn.Module):
         self.n_inputs = n_inputs
         self.config = config
         self.frozen = -1  # no part frozen; see freeze_first
+        self.fixed_statistics = False  # see freeze_first
+        self.dropout_off = False
         self.log_counts = LogCounts(n_inputs) if config.log_inputs else None
         self.prior = AnalyticalPrior(n_inputs) if config.prior else None
         n_features = n_inputs + (len(PRIOR_COLUMNS) if config.prior else 0)
@@ -156,17 +163,22 @@ class L2PModel(nn.Module):
             return []
         return [self.normalize, self.input, *self.blocks[:self.frozen]]
 
-    def freeze_first(self, k: int) -> L2PModel:
+    def freeze_first(self, k: int, *, statistics: bool = False, dropout: bool = True) -> L2PModel:
         """Freeze normalisation, input layer and the first ``k`` hidden blocks (transfer learning).
 
         Frozen parts get no gradient and stay in eval mode under ``train()``: their BatchNorm
         statistics are not updated by the new kernel's batches and their dropout is off.
+        ``statistics`` also keeps the running statistics of every other BatchNorm fixed (their
+        scale and shift still train): a fine-tuning batch of a few samples cannot estimate
+        them. ``dropout=False`` switches dropout off in the trained blocks too.
         """
         if not 0 <= k <= len(self.blocks):
             raise ValueError(f"can freeze 0..{len(self.blocks)} blocks, not {k}")
         for parameter in self.parameters():
             parameter.requires_grad_(True)
         self.frozen = k
+        self.fixed_statistics = statistics
+        self.dropout_off = not dropout
         for module in self.frozen_modules():
             module.requires_grad_(False)
         return self.train(self.training)
@@ -175,4 +187,9 @@ class L2PModel(nn.Module):
         super().train(mode)
         for module in self.frozen_modules():
             module.eval()
+        if mode and (self.fixed_statistics or self.dropout_off):
+            for module in self.modules():
+                if (self.fixed_statistics and isinstance(module, nn.BatchNorm1d)) or \
+                        (self.dropout_off and isinstance(module, nn.Dropout)):
+                    module.eval()
         return self

@@ -178,6 +178,9 @@ def finetune_command(
     minimum: int = typer.Option(8, "--min-samples", help="fine-tune on at least this many samples"),
     freeze: int = typer.Option(6, "--freeze", help="hidden blocks kept frozen (with normalisation and input layer)"),
     epochs: int = typer.Option(100, "--epochs", help="fine-tuning epochs (fixed; no validation split)"),
+    fixed_stats: bool = typer.Option(True, "--fixed-stats/--train-stats",
+                                     help="keep every BatchNorm's running statistics while tuning"),
+    dropout: bool = typer.Option(False, "--dropout/--no-dropout", help="dropout in the tuned blocks"),
     lr: float = typer.Option(1e-3, "--lr", help="Adam learning rate"),
     seed: int = typer.Option(0, "--seed", help="seed of the sample choice, dropout and minibatch order"),
     threads: int | None = typer.Option(None, "--threads", help="torch intra-op threads (default: torch's)"),
@@ -201,14 +204,15 @@ def finetune_command(
     samples = load_samples(db, schema).select([kernel])
     try:
         result = finetune(model, samples, fraction, freeze, seed, epochs=epochs, minimum=minimum, lr=lr,
-                          threads=threads, k=top_k)
+                          threads=threads, k=top_k, fixed_statistics=fixed_stats, dropout=dropout)
     except ValueError as exc:  # e.g. --freeze beyond the model's depth
         raise CnmtuneError(f"cannot fine-tune {checkpoint}: {exc}") from None
     metrics = {"evaluated_on": f"{kernel}: samples not fine-tuned on (seed {seed})",
                "per_kernel": result.metrics}
     new_checkpoint = _save(output, result.model, schema, result.tuned_on.data_hash, metrics, {
         "kernels": [kernel], "base": str(checkpoint), "base_data_hash": meta.get("data_hash"),
-        "fraction": fraction, "freeze": freeze, "epochs": epochs, "seed": seed})
+        "fraction": fraction, "freeze": freeze, "epochs": epochs, "seed": seed, "fixed_stats": fixed_stats,
+        "dropout": dropout})
     record = {"onnx": str(output), "checkpoint": str(new_checkpoint), "base": str(checkpoint), "kernel": kernel,
               "tuned_on": len(result.tuned_on), "evaluated_on": len(result.evaluated_on),
               "seconds": round(result.seconds, 3), "metrics": result.metrics}

@@ -43,7 +43,8 @@ def test_normalisation_is_a_fitted_part_of_the_model():
     X = np.array([[1.0, 5.0, 10.0], [3.0, 5.0, 30.0]], dtype=np.float32)
     model.normalize.fit(X)
     assert model.normalize.mean.tolist() == [2.0, 5.0, 20.0]
-    assert model.normalize.std.tolist() == [1.0, 1.0, 10.0]  # the constant column keeps std 1
+    assert model.normalize.std.tolist() == [1.0, float("inf"), 10.0]  # a constant column is ignored
+    assert model.normalize(torch.tensor([[2.0, 7.0, 20.0]])).tolist() == [[0.0, 0.0, 0.0]]
     assert {"normalize.mean", "normalize.std"} <= set(model.state_dict())
 
 
@@ -117,3 +118,19 @@ def test_finetune_freezes_the_first_six_blocks_and_reports_metrics(samples):
     assert set(result.metrics) == {"red", "all"} and result.metrics["red"]["samples"] == len(red) - 8
     assert {"runtime_mape", "speedup_mape", "tau", "top10_regret"} <= set(result.metrics["red"])
     assert len(result.train_losses) == 10 and not tuned.training
+
+
+def test_finetune_keeps_batchnorm_statistics_and_drops_dropout_by_default(samples):
+    va = samples.select(["va"])
+    train_set, val_set, _ = va.split(seed=0)
+    base = train(L2PConfig(depth=8, width=32, dropout=0.5), train_set, val_set, epochs=3, seed=0, threads=1).model
+    red = samples.select(["red"])
+    fixed = finetune(base, red, fraction=0.01, seed=0, epochs=5, threads=1).model
+    moving = finetune(base, red, fraction=0.01, seed=0, epochs=5, threads=1, fixed_statistics=False).model
+    for name in ("blocks.7.norm.running_mean", "blocks.7.norm.running_var"):
+        assert torch.equal(fixed.state_dict()[name], base.state_dict()[name])
+        assert not torch.equal(moving.state_dict()[name], base.state_dict()[name])
+    assert not same_weights(base, fixed, "blocks.7.linear.")  # the weights still train
+    fixed.train()
+    assert not any(m.training for m in fixed.modules() if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.Dropout)))
+    assert fixed.blocks[7].linear.training
