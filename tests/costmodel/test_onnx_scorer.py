@@ -58,6 +58,15 @@ def test_onnx_agrees_with_torch_on_the_test_set(exported, trained, splits):
     assert scorer.predict(test_set.X[:1]).log_targets.shape == (1, 2)  # any batch size
 
 
+def test_chunked_scoring_gives_the_rows_of_one_call(exported, splits):
+    X = splits[2].X[:100]
+    whole = Scorer(exported, chunk_rows=len(X)).predict(X).log_targets
+    for chunk in (1, 7, 64):
+        np.testing.assert_allclose(Scorer(exported, chunk_rows=chunk).predict(X).log_targets, whole, atol=1e-6)
+    with pytest.raises(ValueError, match="chunk_rows"):
+        Scorer(exported, chunk_rows=0)
+
+
 def test_metadata_round_trip(exported, samples):
     scorer = Scorer(exported, expect_schema_hash=samples.schema.hash)
     assert scorer.schema == samples.schema and scorer.columns == input_columns(samples.schema)
