@@ -8,7 +8,7 @@ search's (compile + features + running every candidate). Targets (issue 7): chos
 of the exhaustive best and the tuner >= 10x faster, for at least 5 PrIM kernels.
 
     python benchmarks/tune_quality.py [--kernels gemv,va,red,bs,hst-s] [--pipelines 200]
-        [--top-k 10] [--size default] [--model M.onnx] [--workers 2]
+        [--top-k 10] [--size default] [--model M.onnx] [--finetune-samples N] [--workers 2]
         [--json benchmarks/results/tune_quality.json]
 """
 
@@ -36,6 +36,8 @@ def main() -> None:
     parser.add_argument("--dpus", default="1,2,4,8,16")
     parser.add_argument("--tasklets", default="1,2,4,8,16")
     parser.add_argument("--model", help="cost model .onnx (default: the shipped model)")
+    parser.add_argument("--finetune-samples", type=int, default=0,
+                        help="fine-tune the model on this many measured candidates first (tune --finetune-samples)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", type=Path, help="write the result as JSON here")
     args = parser.parse_args()
@@ -47,12 +49,15 @@ def main() -> None:
         for kernel in args.kernels.split(","):
             task = bar.add_task(kernel, total=None)
             spec = TuneSpec(kernel, size=size, pipelines=args.pipelines, top_k=args.top_k, model=args.model,
-                            exhaustive=True, dpus=tuple(map(int, args.dpus.split(","))),
+                            exhaustive=True, finetune_samples=args.finetune_samples,
+                            dpus=tuple(map(int, args.dpus.split(","))),
                             tasklets=tuple(map(int, args.tasklets.split(","))))
             report = tune(spec, executor, None, lambda phase, done, total, t=task, k=kernel: bar.update(
                 t, description=f"{k}: {phase}", completed=done, total=total))
             rows.append(report.to_dict())
             bar.remove_task(task)
+            if args.json:  # after every kernel: a long run keeps what it has measured
+                _write(args, rows)
 
     table = Table(title=f"tuner vs exhaustive search: {args.pipelines} pipelines, top-{args.top_k}, size {args.size}")
     for column in ("kernel", "candidates", "chosen", "regret", "rank", "tuner s", "exhaustive s", "faster",
@@ -71,9 +76,11 @@ def main() -> None:
                       f"{ex['mape']:.1f} %", f"{ex['kendall_tau']:.2f}")
     console.print(table)
     console.print(f"kernels meeting both targets (regret <= 5 %, >= 10x faster): {met} of {len(rows)}")
-    if args.json:
-        atomic_write(args.json, (json.dumps({"args": vars(args) | {"json": str(args.json)}, "kernels": rows},
-                                            indent=2) + "\n").encode())
+
+
+def _write(args: argparse.Namespace, rows: list[dict]) -> None:
+    atomic_write(args.json, (json.dumps({"args": vars(args) | {"json": str(args.json)}, "kernels": rows},
+                                        indent=2) + "\n").encode())
 
 
 if __name__ == "__main__":

@@ -192,6 +192,24 @@ class SampleSet:
         return self.take(np.sort(order[:count])), self.take(np.sort(order[count:]))
 
 
+def runtime_samples(X: np.ndarray, runtime_s: Sequence[float], kernel: str, pipelines: Sequence[str],
+                    dpus: Sequence[int], tasklets: Sequence[int], sizes: Sequence[int],
+                    schema: FeatureSchema) -> SampleSet:
+    """Samples measured outside a dataset (e.g. the tuner's runs): the runtime target only.
+
+    The speedup target is NaN (no baseline run was made), which fine-tuning leaves out of the
+    loss; such a set is for ``finetune_on``, not for the metrics of ``evaluate``.
+    """
+    seconds = np.asarray(runtime_s, dtype=np.float64)
+    if len(seconds) != len(X) or not (np.isfinite(seconds).all() and (seconds > 0).all()):
+        raise FeatureError(f"{kernel}: runtime samples need one positive, finite time per input row")
+    y = np.column_stack([np.log(seconds), np.full(len(seconds), np.nan)]).astype(np.float32)
+    return SampleSet(X=np.ascontiguousarray(X, dtype=np.float32), y=y, kernels=np.full(len(X), kernel),
+                     pipelines=np.array(pipelines, dtype=str), dpus=np.array(dpus, dtype=np.int64),
+                     tasklets=np.array(tasklets, dtype=np.int64), sizes=np.array(sizes, dtype=np.int64),
+                     schema=schema)
+
+
 def _kernel_rng(seed: int, kernel: str) -> np.random.Generator:
     # Seeded by (seed, kernel name), so a kernel's split does not depend on the other kernels.
     return np.random.default_rng([seed, zlib.crc32(kernel.encode())])

@@ -81,9 +81,17 @@ def _targets(model: L2PModel, samples: SampleSet) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(samples.y[:, model.config.target_index]))
 
 
+def _mse(predicted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean squared error over the known targets: a NaN target (not measured) does not count."""
+    known = torch.isfinite(target)
+    if bool(known.all()):
+        return F.mse_loss(predicted, target)
+    return F.mse_loss(predicted[known], target[known])
+
+
 def _loss(model: L2PModel, samples: SampleSet) -> float:
     predicted = torch.from_numpy(predict(model, samples.X).log_targets)
-    return float(F.mse_loss(predicted, _targets(model, samples)))
+    return float(_mse(predicted, _targets(model, samples)))
 
 
 def _epoch(model: L2PModel, samples: SampleSet, optimizer: torch.optim.Optimizer,
@@ -98,7 +106,7 @@ def _epoch(model: L2PModel, samples: SampleSet, optimizer: torch.optim.Optimizer
         if len(rows) < 2:  # BatchNorm cannot train on one sample
             continue
         optimizer.zero_grad()
-        loss = F.mse_loss(model(X[rows]), y[rows])
+        loss = _mse(model(X[rows]), y[rows])
         loss.backward()
         optimizer.step()
         total, seen = total + loss.item() * len(rows), seen + len(rows)
@@ -170,17 +178,32 @@ def finetune(model: L2PModel, samples: SampleSet, fraction: float = 0.01, freeze
     statistics re-estimated from the tuning batch cost 4x the transfer error on the reference
     dataset (MODEL.md).
     """
+    start = time.perf_counter()
+    tuned_on, rest = samples.fraction_split(fraction, seed, minimum)
+    tuned, losses = finetune_on(model, tuned_on, freeze, seed, epochs=epochs, batch_size=batch_size, lr=lr,
+                                weight_decay=weight_decay, threads=threads, fixed_statistics=fixed_statistics,
+                                dropout=dropout)
+    with _threads(threads):
+        metrics = evaluate(rest, predict(tuned, rest.X), k)
+    return FinetuneResult(tuned, losses, tuned_on, rest, metrics, time.perf_counter() - start)
+
+
+def finetune_on(model: L2PModel, samples: SampleSet, freeze: int = TRANSFER_FROZEN, seed: int = 0, *,
+                epochs: int = 100, batch_size: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
+                threads: int | None = None, fixed_statistics: bool = True,
+                dropout: bool = False) -> tuple[L2PModel, list[float]]:
+    """Fine-tune a copy of ``model`` on all of ``samples`` as ``finetune`` does; (model in eval
+    mode, training loss per epoch). A NaN target (e.g. a speedup without its baseline run) is
+    left out of the loss."""
     if samples.X.shape[1] != model.n_inputs:
         raise SchemaMismatch(f"fine-tuning samples have {samples.X.shape[1]} input columns, "
                              f"the model expects {model.n_inputs}")
-    start = time.perf_counter()
-    tuned_on, rest = samples.fraction_split(fraction, seed, minimum)
+    if len(samples) < 2:
+        raise CnmtuneError(f"fine-tuning needs at least 2 samples (BatchNorm), got {len(samples)}")
     with _threads(threads):
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         tuned = copy.deepcopy(model).freeze_first(freeze, statistics=fixed_statistics, dropout=dropout)
         optimizer = _optimizer(tuned, lr, weight_decay)
-        losses = [_epoch(tuned, tuned_on, optimizer, batch_size, rng) for _ in range(epochs)]
-        tuned.eval()
-        metrics = evaluate(rest, predict(tuned, rest.X), k)
-    return FinetuneResult(tuned, losses, tuned_on, rest, metrics, time.perf_counter() - start)
+        losses = [_epoch(tuned, samples, optimizer, batch_size, rng) for _ in range(epochs)]
+    return tuned.eval(), losses

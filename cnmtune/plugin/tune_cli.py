@@ -31,6 +31,9 @@ def tune_command(
     device: str = typer.Option("sim", "--device", help="where to execute: sim, upmem-sim or upmem-hw"),
     sdk_dir: Optional[Path] = typer.Option(None, "--sdk-dir", help="UPMEM SDK directory (upmem-* devices)"),
     model: Optional[Path] = typer.Option(None, "--model", help="cost model .onnx (default: the shipped model)"),
+    finetune_samples: int = typer.Option(0, "--finetune-samples", min=0,
+                                         help="first run N candidates and fine-tune the model on them "
+                                              "(needs the model's .pt checkpoint beside it)"),
     exhaustive: bool = typer.Option(False, "--exhaustive", help="also run every candidate; report the regret"),
     db: Optional[Path] = typer.Option(None, "--db", help="record everything here; reuse recorded runs"),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="local worker processes (default: all cores)"),
@@ -43,7 +46,7 @@ def tune_command(
     spec = TuneSpec(kernel=kernel, size=int(size) if size.isdigit() else size, pipelines=pipelines, seed=seed,
                     dpus=_ints(dpus), tasklets=_ints(tasklets), top_k=top_k, model=str(model) if model else None,
                     exhaustive=exhaustive, budget_s=budget_s, device=device,
-                    sdk_dir=str(sdk_dir) if sdk_dir else None)
+                    sdk_dir=str(sdk_dir) if sdk_dir else None, finetune_samples=finetune_samples)
     store = Store(db) if db is not None else None
     try:
         with make_executor(workers, scheduler) as executor, \
@@ -108,6 +111,10 @@ def _print(report: TuneReport) -> None:
         summary.add_row("default (O2, 16 tasklets)", f"{report.default.dpus} DPUs: {_ms(report.default.measured_s)} ms")
     if report.speedup_vs_default:
         summary.add_row("speedup over the default", f"{report.speedup_vs_default:.2f}x")
+    if report.finetune:
+        ft = report.finetune
+        summary.add_row("fine-tuned on", f"{ft['samples']} measured candidates: MAPE on them "
+                                         f"{ft['mape_before']:.1f} % -> {ft['mape_after']:.1f} %")
     summary.add_row("time spent (s)", ", ".join(f"{k} {v:.2f}" for k, v in report.seconds.items()))
     summary.add_row("runs", f"{report.executed} executed, {report.reused} reused from the store")
     if report.compile_failures:

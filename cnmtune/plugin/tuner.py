@@ -4,6 +4,10 @@ One tune of a kernel at one problem size:
 1. the pipeline set (O0..O3 + seeded random sequences) x the tasklet counts of the grid are
    compiled in parallel (build cache; identical ELFs are one candidate) and their features read;
 2. every (binary, DPUs) candidate on the grid is scored in one batch by the ONNX cost model;
+   With ``finetune_samples`` N, the model is first adapted to this kernel and size: N
+   candidates spread evenly over the predicted-faster half of the ranking are run, the model's
+   torch checkpoint (X.pt beside X.onnx) is fine-tuned on their measured times as in L2P's
+   transfer (first 6 blocks frozen), and every candidate is scored again;
 3. the k candidates with the lowest predicted kernel time are run on the device (verified), plus
    the default build (O2, 16 tasklets, the grid's largest DPU count) for reference, in predicted
    order until the optional execution time budget is spent; the fastest verified run is chosen.
@@ -66,6 +70,7 @@ class TuneSpec:
     budget: int = DEFAULT_BUDGET
     device: str = "sim"
     sdk_dir: str | None = None
+    finetune_samples: int = 0
 
 
 @dataclass
@@ -108,6 +113,7 @@ class TuneReport:
     executed: int = 0
     reused: int = 0
     exhaustive: dict | None = None
+    finetune: dict | None = None
 
     @property
     def speedup_vs_default(self) -> float | None:
@@ -125,7 +131,7 @@ class TuneReport:
                 "chosen": self.chosen.to_dict() if self.chosen else None,
                 "default": self.default.to_dict() if self.default else None,
                 "speedup_vs_default": self.speedup_vs_default, "seconds": self.seconds,
-                "exhaustive": self.exhaustive}
+                "finetune": self.finetune, "exhaustive": self.exhaustive}
 
 
 class _Tuner:
@@ -145,6 +151,7 @@ class _Tuner:
         self.schema = default_schema()
         self.seconds: dict[str, float] = {}
         self.executed = self.reused = 0
+        self.tuned_on: list[Candidate] = []  # the candidates run for fine-tuning
 
     def run(self) -> TuneReport:
         model = Path(self.spec.model) if self.spec.model else default_model_path()
@@ -169,16 +176,17 @@ class _Tuner:
         for c, p in zip(candidates, predicted):
             c.predicted_s = float(p)
         self.seconds["scoring"] = time.perf_counter() - start
+        finetune = self._finetune(model, scorer, candidates, X) if self.spec.finetune_samples else None
         ranked = sorted(candidates, key=lambda c: c.predicted_s)
         top = ranked[: self.spec.top_k]
         default = self._default(candidates, dpus_by_tasklets)
         start = time.perf_counter()
         self._measure(top + ([default] if default and default not in top else []), self.spec.budget_s)
         self.seconds["execution"] = time.perf_counter() - start
-        verified = [c for c in top if c.measured_s is not None]
+        verified = [c for c in top + [c for c in self.tuned_on if c not in top] if c.measured_s is not None]
         chosen = min(verified, key=lambda c: c.measured_s) if verified else None
         report = TuneReport(self.kernel.name, self.size, sum(len(c.pipelines) for c in candidates),
-                            len(candidates), top, chosen, default, self.seconds, failures)
+                            len(candidates), top, chosen, default, self.seconds, failures, finetune=finetune)
         if self.spec.exhaustive:
             report.exhaustive = self._exhaustive(candidates, chosen)
         report.executed, report.reused = self.executed, self.reused
@@ -229,6 +237,47 @@ class _Tuner:
         self.default_elf = next((r.record.elf_hash for r in compiled if r.record.pipeline == DEFAULT_PIPELINE
                                  and r.record.tasklets == DEFAULT_TASKLETS), None)
         return list(by_binary.values()), features
+
+    def _finetune(self, model: Path, scorer: Scorer, candidates: list[Candidate], X: np.ndarray) -> dict:
+        """Run ``finetune_samples`` candidates, fine-tune the model on them, re-score all candidates."""
+        from cnmtune.costmodel.checkpoint import load_checkpoint
+        from cnmtune.costmodel.metrics import mape
+        from cnmtune.costmodel.model import TRANSFER_FROZEN
+        from cnmtune.costmodel.samples import runtime_samples
+        from cnmtune.costmodel.training import finetune_on, predict
+
+        start = time.perf_counter()
+        checkpoint = model.with_suffix(".pt")
+        if not checkpoint.is_file():
+            raise ModelError(f"--finetune-samples needs the training checkpoint of {model} at {checkpoint} "
+                             "(`cnmtune model train` writes it beside the ONNX file)")
+        base, meta = load_checkpoint(checkpoint)
+        if meta.get("data_hash") != scorer.data_hash:
+            raise ModelError(f"{checkpoint} is not the checkpoint of {model}: training data hash "
+                             f"{meta.get('data_hash')} != {scorer.data_hash}")
+        order = np.argsort([c.predicted_s for c in candidates], kind="stable")
+        half = order[: max(self.spec.finetune_samples, (len(order) + 1) // 2)]
+        picks = half[np.unique(np.linspace(0, len(half) - 1, self.spec.finetune_samples).round().astype(int))]
+        self.tuned_on = [candidates[i] for i in picks]
+        self._measure(self.tuned_on, None)
+        rows = [i for i in picks if candidates[i].measured_s is not None]
+        if len(rows) < 2:
+            raise CnmtuneError(f"{self.kernel.name}: fine-tuning needs at least 2 verified runs; "
+                               f"{len(rows)} of {len(picks)} verified")
+        measured = [candidates[i] for i in rows]
+        samples = runtime_samples(X[rows], [c.measured_s for c in measured], self.kernel.name,
+                                  [c.pipeline for c in measured], [c.dpus for c in measured],
+                                  [c.tasklets for c in measured], [self.size] * len(rows), self.schema)
+        true = np.array([c.measured_s for c in measured])
+        before = np.array([c.predicted_s for c in measured])
+        # L2P freezes 6 of 12 blocks; a shallower model keeps its first half
+        tuned, _ = finetune_on(base, samples, min(TRANSFER_FROZEN, base.config.depth // 2), seed=self.spec.seed)
+        for c, p in zip(candidates, predict(tuned, X).runtime_s):
+            c.predicted_s = float(p)
+        self.seconds["fine-tuning"] = time.perf_counter() - start
+        return {"samples": len(rows), "runs_failed": len(picks) - len(rows), "checkpoint": str(checkpoint),
+                "mape_before": mape(true, before),
+                "mape_after": mape(true, np.array([c.predicted_s for c in measured]))}
 
     def _default(self, candidates: list[Candidate], dpus_by_tasklets: dict[int, list[int]]) -> Candidate | None:
         if self.default_elf is None:

@@ -11,7 +11,7 @@ import torch
 from cnmtune.costmodel.checkpoint import load_checkpoint, save_checkpoint, sidecar
 from cnmtune.costmodel.model import L2PConfig, L2PModel
 from cnmtune.costmodel.training import finetune, predict, train
-from cnmtune.errors import CnmtuneError, ModelError
+from cnmtune.errors import CnmtuneError, FeatureError, ModelError
 
 
 def same_weights(a: torch.nn.Module, b: torch.nn.Module, prefix: str = "") -> bool:
@@ -134,3 +134,25 @@ def test_finetune_keeps_batchnorm_statistics_and_drops_dropout_by_default(sample
     fixed.train()
     assert not any(m.training for m in fixed.modules() if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.Dropout)))
     assert fixed.blocks[7].linear.training
+
+
+def test_finetune_on_runtime_only_samples_leaves_the_missing_speedup_out(samples):
+    from cnmtune.costmodel.samples import runtime_samples
+    from cnmtune.costmodel.training import finetune_on
+
+    va = samples.select(["va"])
+    train_set, val_set, _ = va.split(seed=0)
+    base = train(L2PConfig(depth=4, width=32, dropout=0.1), train_set, val_set, epochs=3, seed=0, threads=1).model
+    red = samples.select(["red"]).take(np.arange(12))
+    measured = runtime_samples(red.X, np.exp(red.y[:, 0]), "red", red.pipelines, red.dpus, red.tasklets,
+                               red.sizes, red.schema)
+    assert np.isnan(measured.y[:, 1]).all() and np.allclose(measured.y[:, 0], red.y[:, 0])
+    tuned, losses = finetune_on(base, measured, freeze=2, epochs=30, threads=1)
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+    error = lambda m: float(np.abs(predict(m, red.X).log_targets[:, 0] - red.y[:, 0]).mean())
+    assert error(tuned) < error(base)
+    with pytest.raises(CnmtuneError, match="at least 2 samples"):
+        finetune_on(base, measured.take(np.arange(1)), freeze=2)
+    with pytest.raises(FeatureError, match="one positive, finite time"):
+        runtime_samples(red.X[:2], [1.0, 0.0], "red", red.pipelines[:2], red.dpus[:2], red.tasklets[:2],
+                        red.sizes[:2], red.schema)

@@ -10,6 +10,9 @@ import sys
 import pytest
 
 from cnmtune.costmodel import L2PConfig, default_schema, export_onnx, load_samples, train
+from cnmtune.costmodel import L2PModel
+from cnmtune.costmodel.checkpoint import save_checkpoint
+from cnmtune.costmodel.samples import input_columns
 from cnmtune.errors import ModelError
 from cnmtune.plugin.tuner import TuneSpec, tune
 from cnmtune.runtime.executor import InlineExecutor
@@ -20,12 +23,14 @@ GRID = {"dpus": (1, 2, 4), "tasklets": (1, 4, 16)}
 
 @pytest.fixture(scope="module")
 def model(l2p_db, tmp_path_factory):
-    """A small L2P network trained on the va/red dataset of the session, exported to ONNX."""
+    """A small L2P network trained on the va/red dataset of the session, exported to ONNX, with
+    its checkpoint beside it (m.pt, for fine-tuning)."""
     samples = load_samples(l2p_db)
     train_set, val_set, _ = samples.split(0)
     result = train(L2PConfig(depth=2, width=64, dropout=0.1), train_set, val_set, epochs=60, patience=15,
                    seed=0, threads=1)
     path = tmp_path_factory.mktemp("tuner") / "m.onnx"
+    save_checkpoint(path.with_suffix(".pt"), result.model, {"data_hash": train_set.data_hash})
     return export_onnx(result.model, path, schema=default_schema(), toolchain_kind="proxy",
                        llvm_version="test", data_hash=train_set.data_hash)
 
@@ -74,6 +79,36 @@ def test_a_second_tune_reuses_recorded_runs(exhaustive, model):
     measured = {id(c) for c in report.top} | {id(report.default)}
     assert report.executed == 0 and report.reused == len(measured)
     assert report.chosen.measured_s == first.chosen.measured_s
+
+
+def test_finetune_samples_adapt_the_model_before_the_top_k(exhaustive, model):
+    db, spec, first = exhaustive
+    adapted = TuneSpec(**{**spec.__dict__, "exhaustive": False, "finetune_samples": 6})
+    with Store(db) as store:  # the exhaustive run recorded every candidate: runs are reused
+        report = tune(adapted, InlineExecutor(), store)
+    ft = report.finetune
+    assert ft["samples"] == 6 and ft["runs_failed"] == 0 and ft["checkpoint"] == str(model.with_suffix(".pt"))
+    assert ft["mape_after"] < ft["mape_before"]  # the model learnt the measured times
+    assert "fine-tuning" in report.seconds and report.executed == 0
+    before = {(c.elf_hash, c.dpus): c.predicted_s for c in first.top}
+    assert any(before.get((c.elf_hash, c.dpus)) not in (None, c.predicted_s) for c in report.top) or \
+        [(c.elf_hash, c.dpus) for c in report.top] != [(c.elf_hash, c.dpus) for c in first.top]
+    assert [c.predicted_s for c in report.top] == sorted(c.predicted_s for c in report.top)
+    # the choice is the fastest verified run, the fine-tuning runs included
+    assert report.chosen.measured_s <= min(c.measured_s for c in report.top)
+    assert report.chosen.measured_s >= first.exhaustive["best"]["measured_s"]
+
+
+def test_finetune_samples_need_the_checkpoint_of_the_model(model, tmp_path):
+    alone = tmp_path / "alone.onnx"
+    alone.write_bytes(model.read_bytes())
+    spec = TuneSpec("va", size="small", pipelines=4, top_k=2, model=str(alone), finetune_samples=4, **GRID)
+    with pytest.raises(ModelError, match="needs the training checkpoint of .*alone.onnx at .*alone.pt"):
+        tune(spec, InlineExecutor())
+    stranger = L2PModel(len(input_columns(default_schema())), L2PConfig(depth=2, width=64))
+    save_checkpoint(tmp_path / "alone.pt", stranger, {"data_hash": "0" * 64})
+    with pytest.raises(ModelError, match="is not the checkpoint of .*training data hash 0+ !="):
+        tune(spec, InlineExecutor())
 
 
 def test_missing_model_is_one_clear_error(tmp_path):
