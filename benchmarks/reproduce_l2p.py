@@ -126,16 +126,24 @@ class Run:
         save_checkpoint(path, result.model, {"seconds": result.seconds, "key": json.loads(key)})
         return result.model, result.seconds
 
+    @property
+    def path(self) -> Path:
+        """The JSON record of this output directory."""
+        return self.out / "reproduce_l2p.json"
+
+    def recorded(self) -> dict:
+        """The record an earlier run left in the output directory ({} with --fresh or none)."""
+        if self.args.fresh or not self.path.is_file():
+            return {}
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+
     def save(self) -> Path:
         """Write the record; parts of an earlier run in the same directory that this run did not
         redo are kept (so parts can run separately, e.g. in parallel processes)."""
-        path = self.out / "reproduce_l2p.json"
-        merged = {}
-        if path.is_file() and not self.args.fresh:
-            try:
-                merged = json.loads(path.read_text())
-            except (OSError, ValueError):
-                merged = {}
+        path, merged = self.path, self.recorded()
         merged.update({k: v for k, v in self.result.items() if k not in ("times_seconds", "pngs")})
         merged["times_seconds"] = {**merged.get("times_seconds", {}), **self.times}
         merged["pngs"] = sorted(set(merged.get("pngs", [])) | set(self.png))
@@ -296,14 +304,7 @@ def ablation(run: Run) -> None:
 
 def _earlier(run: Run) -> dict:
     """This run's record merged over the JSON of an earlier run in the output directory."""
-    path = run.out / "reproduce_l2p.json"
-    earlier = {}
-    if path.is_file() and not run.args.fresh:
-        try:
-            earlier = json.loads(path.read_text())
-        except (OSError, ValueError):
-            earlier = {}
-    return {**earlier, **run.result}
+    return {**run.recorded(), **run.result}
 
 
 # -- cross-application transfer -------------------------------------------------------------
