@@ -136,10 +136,11 @@ def _mean(values) -> float:
 
 def kernel_report(kernels: Sequence[str], groups: Sequence[Hashable], true_seconds, true_speedup,
                   pred_seconds=None, pred_speedup=None, k: int = 10) -> dict[str, dict[str, float | None]]:
-    """Per-kernel metrics (plus an ``all`` row) of predicted runtimes and/or speedups.
+    """Metrics per kernel (or per any row label passed as ``kernels``), plus an ``all`` row, of
+    predicted runtimes and/or speedups.
 
-    Runtime MAPE is on seconds, runtime R^2 on log seconds (runtimes span orders of
-    magnitude); tau, rho, top-k recall and regret are means over the (kernel, size) ranking
+    Runtime MAPE is on seconds, runtime R^2 and RMSE on log seconds (runtimes span orders of
+    magnitude; an RMSE of 0.05 is a typical error factor of e^0.05); tau, rho, top-k recall and regret are means over the (kernel, size) ranking
     groups, ranking by predicted runtime (or by 1 / predicted speedup without one). The rows
     are JSON-safe: an undefined metric (e.g. tau of a constant group) is None.
     """
@@ -151,6 +152,7 @@ def kernel_report(kernels: Sequence[str], groups: Sequence[Hashable], true_secon
         pred_seconds = np.asarray(pred_seconds, np.float64)
         errors["runtime_mape"] = (true_seconds, pred_seconds, mape)
         errors["runtime_r2"] = (np.log(true_seconds), np.log(pred_seconds), r2)
+        errors["runtime_rmse_log"] = (np.log(true_seconds), np.log(pred_seconds), rmse)
     if pred_speedup is not None:
         errors["speedup_mape"] = (true_speedup, np.asarray(pred_speedup, np.float64), mape)
     score = pred_seconds if pred_seconds is not None else 1.0 / errors["speedup_mape"][1]

@@ -35,8 +35,23 @@ class Prediction:
 
 def evaluate(samples: SampleSet, prediction: Prediction, k: int = 10) -> dict[str, dict[str, float]]:
     """Per-kernel accuracy and top-k metrics of a prediction for ``samples`` (see kernel_report)."""
+    return _report(samples.kernels, samples, prediction, k)
+
+
+def evaluate_by_config(samples: SampleSet, prediction: Prediction, k: int = 10) -> dict[str, dict[str, float]]:
+    """The same metrics per configuration group ('D4 T16': DPUs, tasklets) over all kernels; the
+    ranking metrics then judge the order of the pipelines of one kernel at one configuration."""
+    labels = np.array([f"D{d} T{t}" for d, t in zip(samples.dpus.tolist(), samples.tasklets.tolist())])
+    groups = [(kernel, size, label) for (kernel, size), label in zip(samples.groups, labels.tolist())]
+    report = _report(labels, samples, prediction, k, groups)
+    order = sorted((key for key in report if key != "all"), key=lambda key: tuple(int(v[1:]) for v in key.split()))
+    return {key: report[key] for key in [*order, "all"]}
+
+
+def _report(keys: np.ndarray, samples: SampleSet, prediction: Prediction, k: int,
+            groups: list | None = None) -> dict[str, dict[str, float]]:
     if len(prediction.log_targets) != len(samples):
         raise ValueError(f"{len(prediction.log_targets)} predictions for {len(samples)} samples")
     true = np.exp(samples.y.astype(np.float64))
-    return kernel_report(samples.kernels, samples.groups, true[:, TARGETS.index("runtime")],
+    return kernel_report(keys, samples.groups if groups is None else groups, true[:, TARGETS.index("runtime")],
                          true[:, TARGETS.index("speedup")], prediction.runtime_s, prediction.speedup, k)

@@ -30,14 +30,15 @@ def _onnx_path(path: Path) -> Path:
     return path
 
 
-def _metrics_table(title: str, report: dict[str, dict[str, float]], k: int) -> Table:
+def _metrics_table(title: str, report: dict[str, dict[str, float]], k: int, key: str = "kernel") -> Table:
     table = Table(title=title)
     columns = (("samples", "samples", "{:.0f}"), ("runtime_mape", "runtime MAPE %", "{:.2f}"),
-               ("runtime_r2", "runtime R² (log)", "{:.3f}"), ("speedup_mape", "speedup MAPE %", "{:.2f}"),
+               ("runtime_r2", "runtime R² (log)", "{:.3f}"), ("runtime_rmse_log", "RMSE (log)", "{:.3f}"),
+               ("speedup_mape", "speedup MAPE %", "{:.2f}"),
                ("tau", "Kendall τ", "{:.3f}"), (f"top{k}_recall", f"top-{k} recall", "{:.2f}"),
                (f"top{k}_regret", f"top-{k} regret %", "{:.2f}"))
     shown = [c for c in columns if any(c[0] in row for row in report.values())]
-    table.add_column("kernel")
+    table.add_column(key)
     for _, label, _ in shown:
         table.add_column(label, justify="right")
     for kernel, row in report.items():
@@ -236,8 +237,9 @@ def evaluate_command(
                                                          "true) into this directory"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
 ) -> None:
-    """Per-kernel accuracy and ranking quality of an ONNX model on every sample of a store."""
-    from cnmtune.costmodel.prediction import evaluate
+    """Accuracy and ranking quality of an ONNX model on every sample of a store, per kernel and
+    per configuration (DPUs x tasklets)."""
+    from cnmtune.costmodel.prediction import evaluate, evaluate_by_config
     from cnmtune.costmodel.samples import load_samples
     from cnmtune.costmodel.scorer import Scorer
 
@@ -245,12 +247,15 @@ def evaluate_command(
     samples = load_samples(db, scorer.schema).select(_names(kernels))
     prediction = scorer.predict(samples.X)
     report = evaluate(samples, prediction, top_k)
+    by_config = evaluate_by_config(samples, prediction, top_k)
     plots = _plots(plot, model, db, samples, prediction, report) if plot is not None else []
     if as_json:
         emit_json({"model": str(model), "db": str(db), "targets": list(scorer.targets), "metrics": report,
-                   "plots": [str(p) for p in plots]})
+                   "metrics_by_config": by_config, "plots": [str(p) for p in plots]})
         return
     console.print(_metrics_table(f"{model.name} on {db.name}: {len(samples)} samples", report, top_k))
+    console.print(_metrics_table("per configuration (ranking: the pipelines of a kernel at one configuration)",
+                                 by_config, top_k, key="DPUs, tasklets"))
     for path in plots:
         console.print(f"wrote {path}", highlight=False, markup=False)
 

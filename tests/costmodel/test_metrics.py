@@ -102,6 +102,7 @@ def test_kernel_report_by_hand():
     va = report["va"]
     assert va["samples"] == 3 and va["runtime_mape"] == pytest.approx((100 + 50 + 0) / 3)
     assert va["tau"] == pytest.approx(1 / 3) and va["top1_recall"] == 0.0 and va["top1_regret"] == 1.0
+    assert va["runtime_rmse_log"] == pytest.approx(math.sqrt(2 * math.log(2) ** 2 / 3))  # two rows off by 2x
     assert "speedup_mape" not in va
     red = report["red"]  # two groups of one sample: no order to judge, but the fastest is found
     assert red["runtime_mape"] == 0.0 and red["tau"] is None and red["top1_regret"] == 0.0

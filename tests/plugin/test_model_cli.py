@@ -68,7 +68,13 @@ def test_finetune_from_the_onnx_model_then_evaluate(trained_va, l2p_db, tmp_path
     assert out.is_file() and out.with_suffix(".pt").is_file()
     result = cnmtune("evaluate", str(out), "--db", str(l2p_db), "--kernels", "red", "--json")
     assert result.returncode == 0, result.stderr
-    assert set(json.loads(result.stdout)["metrics"]) == {"red", "all"}
+    record = json.loads(result.stdout)
+    assert set(record["metrics"]) == {"red", "all"}
+    by_config = record["metrics_by_config"]
+    configs = [c for c in by_config if c != "all"]
+    assert configs and all(c.split()[0][0] == "D" and c.split()[1][0] == "T" for c in configs)
+    assert sum(by_config[c]["samples"] for c in configs) == record["metrics"]["red"]["samples"]
+    assert by_config["all"]["runtime_mape"] == pytest.approx(record["metrics"]["red"]["runtime_mape"])
 
 
 def test_user_errors_are_one_line_and_exit_2(l2p_db, tmp_path):
