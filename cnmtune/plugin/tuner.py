@@ -301,13 +301,16 @@ class _Tuner:
                 self.reused += 1
             else:
                 todo.append(c)
-        batch = max(1, self.executor.workers)
-        for first in range(0, len(todo), batch):
+        # with a budget, one run per worker at a time, so the budget is checked between runs;
+        # without one, everything is queued at once and the workers never wait for each other
+        window = max(1, self.executor.workers) if budget_s is not None else max(1, len(todo))
+        done = 0
+        for first in range(0, len(todo), window):
             if budget_s is not None and time.perf_counter() - start > budget_s:
                 for c in todo[first:]:
                     c.status = "skipped: time budget spent"
                 break
-            group = todo[first:first + batch]
+            group = todo[first:first + window]
             for c in group:
                 self.executor.submit(run_job, RunJob(str(self.kernel.root), c.pipeline, c.tasklets, c.elf_hash,
                                                      ((c.dpus, self.size),), self.spec.sim_config,
@@ -317,15 +320,19 @@ class _Tuner:
             for outcome in self.executor.results():
                 job = outcome.arg
                 if outcome.ok:
+                    for rec in outcome.value:
+                        self._take(by_key[(rec.elf_hash, rec.dpus)], rec)
                     records.extend(outcome.value)
                 else:
                     by_key[(job.elf_hash, job.points[0][0])].status = f"error: {outcome.error}"
-            for rec in records:
-                self._take(by_key[(rec.elf_hash, rec.dpus)], rec)
-            self.executed += len(group)
+                self.executed += 1
+                done += 1
+                if self.store is not None and len(records) >= 64:  # a long exhaustive run keeps its runs
+                    record_results(self.store, records, self.schema.hash)
+                    records = []
+                self.progress("execute", done, len(todo))
             if self.store is not None:
                 record_results(self.store, records, self.schema.hash)
-            self.progress("execute", min(first + batch, len(todo)), len(todo))
 
     def _measure_upmem(self, candidates: list[Candidate], budget_s: float | None) -> None:
         from cnmtune.runtime.execute import run_on_device
