@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -48,7 +49,7 @@ def main() -> None:
 
     size = _size(args.size)
     rows = []
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)  # a log file gets the whole table
     with make_executor(args.workers) as executor, Progress(console=console, transient=True) as bar:
         for item in args.kernels.split(","):
             kernel, _, own_size = item.partition(":")
