@@ -61,21 +61,30 @@ def kernel_bars(report: Mapping[str, Mapping[str, float | None]], path: str | os
 
 def heatmap(matrix: np.ndarray, rows: Sequence[str], columns: Sequence[str], path: str | os.PathLike,
             title: str = "", label: str = "MAPE %") -> Path:
-    """A ``rows x columns`` matrix (NaN: not measured) as an annotated heatmap."""
+    """A ``rows x columns`` matrix as an annotated heatmap on a log colour scale (errors of a
+    model that extrapolates span decades); NaN: not measured (blank), +inf: overflowed ("inf")."""
+    from matplotlib.colors import LogNorm
+
     matrix = np.asarray(matrix, dtype=np.float64)
     plt, fig, ax = _figure(max(5.0, 0.5 * len(columns) + 2.5), max(4.0, 0.45 * len(rows) + 1.5))
-    finite = matrix[np.isfinite(matrix)]
-    image = ax.imshow(np.ma.masked_invalid(matrix), cmap="viridis_r", aspect="auto",
-                      vmin=0.0, vmax=float(np.percentile(finite, 95)) if finite.size else 1.0)
+    finite = matrix[np.isfinite(matrix) & (matrix > 0)]
+    low = float(finite.min()) if finite.size else 0.1
+    # the scale ends at 10^6 (beyond that a prediction has no meaning left; the cell says how far off)
+    high = min(max(float(finite.max()) if finite.size else 1.0, 10 * low), max(1e6, 10 * low))
+    shown = np.where(np.isposinf(matrix), high, np.clip(matrix, low, high))
+    image = ax.imshow(np.ma.masked_invalid(shown), cmap="viridis_r", aspect="auto", norm=LogNorm(low, high))
     ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right")
     ax.set_yticks(range(len(rows)), rows)
     ax.set_xlabel("target kernel")
     ax.set_ylabel("trained on")
+    middle = np.sqrt(low * high)
     for (i, j), v in np.ndenumerate(matrix):
-        if np.isfinite(v):
-            ax.text(j, i, f"{v:.0f}" if v >= 10 else f"{v:.1f}", ha="center", va="center", fontsize=7,
-                    color="white" if finite.size and v > np.median(finite) else "black")
-    fig.colorbar(image, ax=ax, label=label)
+        if np.isnan(v):
+            continue
+        text = "inf" if np.isinf(v) else f"{v:.1f}" if v < 10 else f"{v:.0f}" if v < 1e4 else f"{v:.0e}"
+        ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                color="white" if np.isinf(v) or v > middle else "black")
+    fig.colorbar(image, ax=ax, label=f"{label} (log scale)")
     ax.set_title(title)
     return _save(plt, fig, path)
 
