@@ -42,7 +42,7 @@ from cnmtune.costmodel.baselines import AnalyticalBaseline, GbtBaseline, RandomB
 from cnmtune.costmodel.model import TRANSFER_FROZEN, L2PConfig
 from cnmtune.costmodel.onnx_export import export_onnx, quantize_model
 from cnmtune.costmodel.prediction import evaluate
-from cnmtune.costmodel.recipe import MODEL_DEFAULTS, TRAIN_DEFAULTS
+from cnmtune.costmodel.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
 from cnmtune.costmodel.samples import SampleSet, load_samples
 from cnmtune.costmodel.scorer import Scorer
 from cnmtune.costmodel.training import finetune, predict, train
@@ -496,7 +496,7 @@ def main() -> None:
     parser.add_argument("--parts", type=lambda s: [p for p in s.split(",") if p], default=list(PARTS))
     parser.add_argument("--epochs", type=int, help=f"maximum epochs (default {TRAIN_DEFAULTS['epochs']}, --quick 3)")
     parser.add_argument("--patience", type=int)
-    parser.add_argument("--finetune-epochs", type=int, help="fine-tuning epochs (default 100, --quick 5)")
+    parser.add_argument("--finetune-epochs", type=int, help=f"fine-tuning epochs (default {FINETUNE_EPOCHS}, --quick 5)")
     parser.add_argument("--per-kernel-batch", type=int, default=32,
                         help="minibatch of the per-kernel models (~940 training samples each)")
     parser.add_argument("--per-kernel-binary", action="store_true", help="also per-kernel models on the binary split")
@@ -515,7 +515,7 @@ def main() -> None:
     if args.epochs is None:
         args.epochs = 3 if args.quick else TRAIN_DEFAULTS["epochs"]
     if args.finetune_epochs is None:
-        args.finetune_epochs = 5 if args.quick else 100
+        args.finetune_epochs = 5 if args.quick else FINETUNE_EPOCHS
     torch.set_num_threads(args.threads)
     run = Run(args)
     run.log(f"{len(run.samples)} samples of {len(run.samples.kernel_names)} kernels from {args.data} "

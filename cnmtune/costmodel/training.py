@@ -29,6 +29,7 @@ from torch.nn import functional as F
 
 from cnmtune.costmodel.model import TRANSFER_FROZEN, L2PConfig, L2PModel
 from cnmtune.costmodel.prediction import Prediction, evaluate
+from cnmtune.costmodel.recipe import FINETUNE_EPOCHS
 from cnmtune.costmodel.samples import SampleSet
 from cnmtune.errors import CnmtuneError, SchemaMismatch
 
@@ -166,7 +167,7 @@ def train(config: L2PConfig, train_set: SampleSet, val_set: SampleSet, *, epochs
 
 
 def finetune(model: L2PModel, samples: SampleSet, fraction: float = 0.01, freeze: int = TRANSFER_FROZEN,
-             seed: int = 0, *, epochs: int = 100, minimum: int = 8, batch_size: int = 256,
+             seed: int = 0, *, epochs: int = FINETUNE_EPOCHS, minimum: int = 8, batch_size: int = 256,
              lr: float = 1e-3, weight_decay: float = 0.0, threads: int | None = None,
              k: int = 10, fixed_statistics: bool = True, dropout: bool = False) -> FinetuneResult:
     """Fine-tune a copy of ``model`` on a random ``fraction`` (at least ``minimum``) of ``samples``.
@@ -189,7 +190,7 @@ def finetune(model: L2PModel, samples: SampleSet, fraction: float = 0.01, freeze
 
 
 def finetune_on(model: L2PModel, samples: SampleSet, freeze: int = TRANSFER_FROZEN, seed: int = 0, *,
-                epochs: int = 100, batch_size: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
+                epochs: int = FINETUNE_EPOCHS, batch_size: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
                 threads: int | None = None, fixed_statistics: bool = True,
                 dropout: bool = False) -> tuple[L2PModel, list[float]]:
     """Fine-tune a copy of ``model`` on all of ``samples`` as ``finetune`` does; (model in eval

@@ -12,7 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cnmtune.costmodel.recipe import TRAIN_DEFAULTS
+from cnmtune.costmodel.recipe import FINETUNE_EPOCHS, TRAIN_DEFAULTS
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.output import console, emit_json, err_console
 
@@ -178,7 +178,7 @@ def finetune_command(
     fraction: float = typer.Option(0.01, "--fraction", help="share of the kernel's samples to fine-tune on"),
     minimum: int = typer.Option(8, "--min-samples", help="fine-tune on at least this many samples"),
     freeze: int = typer.Option(6, "--freeze", help="hidden blocks kept frozen (with normalisation and input layer)"),
-    epochs: int = typer.Option(100, "--epochs", help="fine-tuning epochs (fixed; no validation split)"),
+    epochs: int = typer.Option(FINETUNE_EPOCHS, "--epochs", help="fine-tuning epochs (fixed; no validation split)"),
     fixed_stats: bool = typer.Option(True, "--fixed-stats/--train-stats",
                                      help="keep every BatchNorm's running statistics while tuning"),
     dropout: bool = typer.Option(False, "--dropout/--no-dropout", help="dropout in the tuned blocks"),
