@@ -54,8 +54,9 @@ def main() -> None:
         for item in args.kernels.split(","):
             kernel, _, own_size = item.partition(":")
             task = bar.add_task(kernel, total=None)
-            spec = TuneSpec(kernel, size=_size(own_size) if own_size else size, pipelines=args.pipelines, top_k=args.top_k, model=args.model,
-                            exhaustive=True, finetune_samples=args.finetune_samples,
+            spec = TuneSpec(kernel, size=_size(own_size) if own_size else size, pipelines=args.pipelines,
+                            top_k=args.top_k, model=args.model, exhaustive=True,
+                            finetune_samples=args.finetune_samples,
                             dpus=tuple(map(int, args.dpus.split(","))),
                             tasklets=tuple(map(int, args.tasklets.split(","))))
             report = tune(spec, executor, None, lambda phase, done, total, t=task, k=kernel: bar.update(

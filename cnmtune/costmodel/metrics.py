@@ -140,9 +140,10 @@ def kernel_report(kernels: Sequence[str], groups: Sequence[Hashable], true_secon
     predicted runtimes and/or speedups.
 
     Runtime MAPE is on seconds, runtime R^2 and RMSE on log seconds (runtimes span orders of
-    magnitude; an RMSE of 0.05 is a typical error factor of e^0.05); tau, rho, top-k recall and regret are means over the (kernel, size) ranking
-    groups, ranking by predicted runtime (or by 1 / predicted speedup without one). The rows
-    are JSON-safe: an undefined metric (e.g. tau of a constant group) is None.
+    magnitude; an RMSE of 0.05 is a typical error factor of e^0.05); tau, rho, top-k recall and
+    regret are means over the ranking groups (kernel, size), ranking by predicted runtime (or by
+    1 / predicted speedup without one). The rows are JSON-safe: an undefined metric (e.g. tau of
+    a constant group) is None.
     """
     if pred_seconds is None and pred_speedup is None:
         raise ValueError("kernel_report needs predicted runtimes, speedups or both")
