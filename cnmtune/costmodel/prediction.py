@@ -41,11 +41,12 @@ def evaluate(samples: SampleSet, prediction: Prediction, k: int = 10) -> dict[st
 def evaluate_by_config(samples: SampleSet, prediction: Prediction, k: int = 10) -> dict[str, dict[str, float]]:
     """The same metrics per configuration group ('D4 T16': DPUs, tasklets) over all kernels; the
     ranking metrics then judge the order of the pipelines of one kernel at one configuration."""
-    labels = np.array([f"D{d} T{t}" for d, t in zip(samples.dpus.tolist(), samples.tasklets.tolist())])
-    groups = [(kernel, size, label) for (kernel, size), label in zip(samples.groups, labels.tolist())]
+    configs = list(zip(samples.dpus.tolist(), samples.tasklets.tolist()))
+    label = "D{} T{}".format
+    labels = np.array([label(*c) for c in configs])
+    groups = [(kernel, size, c) for (kernel, size), c in zip(samples.groups, configs)]
     report = _report(labels, samples, prediction, k, groups)
-    order = sorted((key for key in report if key != "all"), key=lambda key: tuple(int(v[1:]) for v in key.split()))
-    return {key: report[key] for key in [*order, "all"]}
+    return {key: report[key] for key in [*(label(*c) for c in sorted(set(configs))), "all"]}
 
 
 def _report(keys: np.ndarray, samples: SampleSet, prediction: Prediction, k: int,
