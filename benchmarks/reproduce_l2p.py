@@ -37,16 +37,16 @@ from rich.console import Console
 from rich.table import Table
 
 from cnmtune.atomic import atomic_write
-from cnmtune.costmodel import plots
-from cnmtune.costmodel.baselines import AnalyticalBaseline, GbtBaseline, RandomBaseline
-from cnmtune.costmodel.model import TRANSFER_FROZEN, L2PConfig
-from cnmtune.costmodel.onnx_export import export_onnx, quantize_model
-from cnmtune.costmodel.prediction import evaluate
-from cnmtune.costmodel.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
-from cnmtune.costmodel.samples import SampleSet, load_samples
-from cnmtune.costmodel.scorer import Scorer
-from cnmtune.costmodel.training import finetune, predict, train
-from cnmtune.costmodel.uncertainty import fit_std_scale, interval_coverage, mc_dropout_predict
+from cnmtune.costmodel.learn import plots
+from cnmtune.costmodel.learn.baselines import AnalyticalBaseline, GbtBaseline, RandomBaseline
+from cnmtune.costmodel.learn.model import TRANSFER_FROZEN, L2PConfig
+from cnmtune.costmodel.learn.onnx_export import export_onnx, quantize_model
+from cnmtune.costmodel.learn.prediction import evaluate
+from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
+from cnmtune.costmodel.learn.samples import SampleSet, load_samples
+from cnmtune.costmodel.learn.scorer import Scorer
+from cnmtune.costmodel.learn.training import finetune, predict, train
+from cnmtune.costmodel.learn.uncertainty import fit_std_scale, interval_coverage, mc_dropout_predict
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT / "cnmtune" / "data" / "reference.parquet"
@@ -113,7 +113,7 @@ class Run:
         if self.args.cache is None:
             result = self.train(train_set, val_set, **override)
             return result.model, result.seconds
-        from cnmtune.costmodel.checkpoint import load_checkpoint, save_checkpoint
+        from cnmtune.costmodel.learn.checkpoint import load_checkpoint, save_checkpoint
 
         key = json.dumps([self.config.to_dict(), {**self.train_kwargs, **override, "threads": None},
                           train_set.data_hash, val_set.data_hash], sort_keys=True)
@@ -224,7 +224,7 @@ def mc_dropout(run: Run, model, val_set: SampleSet, test_set: SampleSet, passes:
             "median_std_log": float(np.median(test.std[:, i])),
             "spearman_error_vs_std": float(_spearman(np.abs(test_set.y[:, i] - test.mean[:, i]), test.std[:, i])),
         }
-    from cnmtune.costmodel.prediction import Prediction
+    from cnmtune.costmodel.learn.prediction import Prediction
 
     mc_report = evaluate(test_set, Prediction(test.mean.astype(np.float32), model.config.targets))
     record["mc_mean_summary"] = _summary(mc_report)
@@ -234,7 +234,7 @@ def mc_dropout(run: Run, model, val_set: SampleSet, test_set: SampleSet, passes:
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    from cnmtune.costmodel.metrics import spearman_rho
+    from cnmtune.costmodel.learn.metrics import spearman_rho
 
     return spearman_rho(a, b)
 

@@ -25,8 +25,8 @@ from rich.table import Table
 
 from cnmtune.atomic import atomic_write
 from cnmtune.costmodel import L2PConfig, L2PModel, Scorer, default_schema, export_onnx, load_samples
-from cnmtune.costmodel.samples import input_columns
-from cnmtune.costmodel.scorer import CHUNK_ROWS
+from cnmtune.costmodel.learn.samples import input_columns
+from cnmtune.costmodel.learn.scorer import CHUNK_ROWS
 
 
 def _rows(db: Path | None, n_columns: int, batch: int, seed: int) -> np.ndarray:

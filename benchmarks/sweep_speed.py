@@ -21,9 +21,9 @@ from rich.console import Console
 from rich.table import Table
 
 from cnmtune.atomic import atomic_write
-from cnmtune.plugin.design import design_points
-from cnmtune.plugin.sweep import sweep_trace_set
-from cnmtune.plugin.traces import load_trace_set, obtain_trace_set
+from cnmtune.plugin.sweep.design import design_points
+from cnmtune.plugin.sweep.evaluate import sweep_trace_set
+from cnmtune.runtime.sim.traces import load_trace_set, obtain_trace_set
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant

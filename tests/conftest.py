@@ -65,7 +65,7 @@ def dask_client(isolated_cache):
 @pytest.fixture(scope="session")
 def l2p_db(tmp_path_factory, isolated_cache) -> Path:
     """A small real dataset store: va and red, 16 pipelines, DPUs {1,2,4} x tasklets {1,4,16}, small size."""
-    from cnmtune.plugin.dataset import DatasetSpec, generate
+    from cnmtune.plugin.dataset.generate import DatasetSpec, generate
     from cnmtune.runtime.executor import InlineExecutor
     from cnmtune.store import Store
 

@@ -45,14 +45,14 @@ def elf_o2(sources) -> Path:
 def small_config():
     """Small enough to train in a second, large enough to learn the dataset; tests about the
     default 12 x 256 architecture build it explicitly."""
-    from cnmtune.costmodel.model import L2PConfig
+    from cnmtune.costmodel.learn.model import L2PConfig
 
     return L2PConfig(depth=2, width=128, dropout=0.1)
 
 
 @pytest.fixture(scope="session")
 def samples(l2p_db):
-    from cnmtune.costmodel.samples import load_samples
+    from cnmtune.costmodel.learn.samples import load_samples
 
     return load_samples(l2p_db)
 
@@ -65,7 +65,7 @@ def splits(samples):
 @pytest.fixture(scope="session")
 def trained(splits, small_config):
     """A small L2P model trained on both kernels (train/val split), seed 0."""
-    from cnmtune.costmodel.training import train
+    from cnmtune.costmodel.learn.training import train
 
     train_set, val_set, _ = splits
     return train(small_config, train_set, val_set, epochs=200, patience=20, seed=0, threads=1)

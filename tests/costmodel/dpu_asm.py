@@ -13,7 +13,7 @@ import json
 import struct
 from dataclasses import dataclass, field
 
-from cnmtune.costmodel.dpu_isa import TABLE_PATH
+from cnmtune.costmodel.analysis.dpu_isa import TABLE_PATH
 
 IRAM = 0x80000000
 FORMS = {e["name"]: e for e in json.loads(TABLE_PATH.read_text())}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
-from cnmtune.costmodel.disasm import Program, disassemble
-from cnmtune.costmodel.elf import ElfImage, FunctionSymbol
+from cnmtune.costmodel.analysis.rv32_program import Program, disassemble
+from cnmtune.costmodel.analysis.elf import ElfImage, FunctionSymbol
 
 BASE = 0x80000000
 REG = {"zero": 0, "ra": 1, "sp": 2, "s0": 8, "a0": 10, "a1": 11, "a2": 12, "a3": 13,

@@ -1,0 +1,239 @@
+"""Static features of a linked proxy ELF: what the cost model reads instead of running it.
+
+``extract_features(path)`` decodes .text (capstone), attributes every instruction to a function
+and a region (kernel, runtime, softlib), builds each function's CFG and natural loops
+(networkx), counts calls to runtime routines by name (kernels reach every DPU service through a
+runtime function: ecalls occur only inside the runtime), and reads the WRAM/MRAM footprints.
+``Features.vector(schema)`` projects the result onto a FeatureSchema. A real UPMEM DPU ELF
+(e_machine 245) is read by cnmtune's own DPU decoder instead (cnmtune.costmodel.analysis.dpu_features)
+and follows ``dpu_schema()``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from cnmtune.costmodel.analysis.callgraph import inlined_weights
+from cnmtune.costmodel.analysis.calls import call_sites, ecall_sites
+from cnmtune.dpu.abi import load_services
+from cnmtune.costmodel.analysis.cfg import loop_depths
+from cnmtune.costmodel.analysis.rv32_program import KERNEL, REGIONS, RUNTIME, SOFTLIB, disassemble
+from cnmtune.costmodel.analysis.elf import EM_DPU, elf_machine, load_elf, read_source
+from cnmtune.costmodel.analysis.footprint import footprint
+from cnmtune.costmodel.analysis.schema import (DEFAULT_LOOP_WEIGHT, OTHER, SCALARS, SCHEMA_VERSION,
+                                      FeatureSchema)
+from cnmtune.errors import SchemaMismatch
+
+_FAMILY_FIELD = {"op": "kernel_histogram", "wop": "weighted_kernel_histogram",
+                 "call": "kernel_calls", "wcall": "weighted_kernel_calls"}
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    """One function: where it is, its size in instructions, its region and its loops."""
+
+    name: str
+    address: int
+    instructions: int
+    region: str
+    loops: int
+    max_loop_depth: int
+
+
+@dataclass(frozen=True)
+class Features:
+    """Static features of one ELF (treat the dicts as read-only).
+
+    Histograms map a mnemonic (see cnmtune.costmodel.analysis.rv32_isa) to a count. Call dicts map a callee
+    outside the kernel region (all callees when ``regions_known`` is False) to its call sites:
+    ``kernel_calls`` counts sites in kernel code, ``total_calls`` sites anywhere.
+    ``total_ecalls`` maps an ecall service to its sites anywhere (informational, not in the
+    schema: ecalls occur only inside runtime functions, so a kernel's use of a service is the
+    kernel_calls count of the runtime function wrapping it). ``weighted_*`` count each kernel
+    instruction or site ``loop_weight ** depth``, with the depth of kernel call sites leading
+    to its function added (see cnmtune.costmodel.analysis.callgraph). ``internal_calls``/
+    ``indirect_calls`` are kernel sites calling kernel functions / through an unknown register.
+
+    Instruction counts exclude alignment padding (zero words outside functions).
+    ``iram_instructions`` is what the toolchain charges against the DPU's 4096-instruction
+    IRAM: kernel + runtime, soft arithmetic excluded (cnmtune.runtime.toolchain.layout).
+    ``text_instructions`` is all of .text: kernel + runtime + softlib. Without region symbols
+    (a foreign ELF) everything is kernel and the two are equal.
+
+    ``loops`` counts the natural loops of kernel functions; ``max_loop_depth`` is the deepest
+    kernel instruction, caller depth included. ``functions`` list every function's own loops.
+    """
+
+    name: str
+    elf_sha256: str
+    machine: str
+    toolchain: str
+    schema_version: str
+    regions_known: bool
+    loop_weight: float
+    histogram: dict[str, int]
+    kernel_histogram: dict[str, int]
+    runtime_histogram: dict[str, int]
+    softlib_histogram: dict[str, int]
+    weighted_kernel_histogram: dict[str, float]
+    kernel_calls: dict[str, int]
+    total_calls: dict[str, int]
+    weighted_kernel_calls: dict[str, float]
+    total_ecalls: dict[str, int]
+    internal_calls: int
+    indirect_calls: int
+    functions: tuple[FunctionInfo, ...]
+    iram_instructions: int
+    text_instructions: int
+    iram_kernel_instructions: int
+    iram_runtime_instructions: int
+    iram_softlib_instructions: int
+    kernel_functions: int
+    loops: int
+    max_loop_depth: int
+    wram_static_bytes: int
+    wram_data_bytes: int
+    wram_host_bytes: int
+    wram_stack_bytes: int
+    mram_static_bytes: int
+    nr_tasklets: int | None
+    stack_size: int | None
+
+    def to_dict(self) -> dict:
+        """JSON-safe form (plain dicts, lists, numbers, strings, None)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["functions"] = [vars(fn).copy() for fn in self.functions]
+        return {k: dict(v) if isinstance(v, dict) else v for k, v in out.items()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Features:
+        """Inverse of ``to_dict``."""
+        values = dict(data)
+        values["functions"] = tuple(FunctionInfo(**fn) for fn in data["functions"])
+        return cls(**values)
+
+    def vector(self, schema: FeatureSchema) -> np.ndarray:
+        """The features as a float32 vector ordered like ``schema.names``."""
+        if (schema.version.startswith("dpu") or self.schema_version.startswith("dpu")) \
+                and schema.version != self.schema_version:
+            raise SchemaMismatch(f"{self.name}: {self.schema_version} features do not fit "
+                                 f"schema {schema.version} ({schema.hash})")
+        if self.loop_weight != schema.loop_weight and any(
+                n.startswith(("wop:", "wcall:")) for n in schema.names):
+            raise SchemaMismatch(
+                f"{self.name}: features weighted with loop weight {self.loop_weight}, schema "
+                f"{schema.version} ({schema.hash}) expects {schema.loop_weight}")
+        out = np.zeros(len(schema), dtype=np.float32)
+        listed: dict[str, set[str]] = {}
+        others: dict[str, int] = {}
+        for j, name in enumerate(schema.names):
+            family, sep, key = name.partition(":")
+            if sep and family in _FAMILY_FIELD:
+                if key == OTHER:
+                    others[family] = j
+                else:
+                    listed.setdefault(family, set()).add(key)
+                    out[j] = getattr(self, _FAMILY_FIELD[family]).get(key, 0)
+            elif not sep and name in SCALARS:
+                out[j] = getattr(self, name) or 0
+            else:
+                raise SchemaMismatch(f"{self.name}: schema {schema.version} ({schema.hash}) "
+                                     f"asks for unknown feature '{name}'")
+        for family, j in others.items():
+            keep = listed.get(family, set())
+            out[j] = sum(v for k, v in getattr(self, _FAMILY_FIELD[family]).items()
+                         if k not in keep)
+        return out
+
+
+def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT_LOOP_WEIGHT,
+                     ecall_header: Path | None = None, name: str | None = None,
+                     shorthands: bool = True) -> Features:
+    """Read the static features of a linked proxy ELF or a real DPU ELF (a path or its bytes).
+
+    ``ecall_header`` is the service table naming ``total_ecalls`` of a proxy ELF (default: the
+    DPU runtime's cnm_ecall.h). ``shorthands`` (DPU ELFs only) counts ``move``, ``jeq``,
+    ``jump``, ... as objdump writes them; False counts the operation each encodes.
+    """
+    data, label = read_source(source, name)
+    if elf_machine(data) == EM_DPU:
+        from cnmtune.costmodel.analysis.dpu_features import extract_dpu_features
+
+        return extract_dpu_features(data, loop_weight=loop_weight, shorthands=shorthands,
+                                    name=label)
+    image = load_elf(data, label)
+    services = load_services(ecall_header)
+    program = disassemble(image)
+    local_depth, cfgs = loop_depths(program)
+    calls = call_sites(program, cfgs)
+    weights, depth = inlined_weights(program, calls, local_depth, loop_weight)
+    region = np.array([REGIONS.index(f.region) for f in program.functions],
+                      dtype=np.int8)[program.function_of]
+    live = ~program.padding
+    masks = {r: live & (region == k) for k, r in enumerate(REGIONS)}
+    kernel = masks[KERNEL]
+    ids, vocabulary = _mnemonic_ids(program.mnemonics)
+
+    def histogram(mask: np.ndarray, w: np.ndarray | None = None) -> dict:
+        counts = np.bincount(ids[mask], weights=None if w is None else w[mask],
+                             minlength=len(vocabulary))
+        cast = int if w is None else float
+        return {vocabulary[k]: cast(c) for k, c in enumerate(counts.tolist()) if c}
+
+    def tally(sites) -> tuple[dict, dict, dict]:
+        kernel_counts, total_counts, weighted = Counter(), Counter(), {}
+        for site in sites:
+            total_counts[site.callee] += 1
+            if kernel[site.index]:
+                kernel_counts[site.callee] += 1
+                w = float(weights[site.index])
+                weighted[site.callee] = weighted.get(site.callee, 0.0) + w
+        return dict(kernel_counts), dict(total_counts), weighted
+
+    def internal(site) -> bool:
+        return program.regions_known and site.callee_function is not None \
+            and program.functions[site.callee_function].region == KERNEL
+
+    kernel_calls, total_calls, weighted_calls = tally(
+        [s for s in calls if s.callee is not None and not internal(s)])
+    total_ecalls = dict(Counter(s.service for s in ecall_sites(program, cfgs, services)))
+    infos = tuple(FunctionInfo(f.name, f.address, int(live[f.first:f.first + f.count].sum()),
+                               f.region, c.loops, c.max_depth)
+                  for f, c in zip(program.functions, cfgs))
+    mem = footprint(image)
+    return Features(
+        name=image.name, elf_sha256=hashlib.sha256(image.data).hexdigest(),
+        machine=image.machine, toolchain="proxy", schema_version=SCHEMA_VERSION,
+        regions_known=program.regions_known, loop_weight=float(loop_weight),
+        histogram=histogram(live), kernel_histogram=histogram(kernel),
+        runtime_histogram=histogram(masks[RUNTIME]),
+        softlib_histogram=histogram(masks[SOFTLIB]),
+        weighted_kernel_histogram=histogram(kernel, weights),
+        kernel_calls=kernel_calls, total_calls=total_calls, weighted_kernel_calls=weighted_calls,
+        total_ecalls=total_ecalls,
+        internal_calls=sum(1 for s in calls if internal(s) and kernel[s.index]),
+        indirect_calls=sum(1 for s in calls if s.callee is None and kernel[s.index]),
+        functions=infos, iram_instructions=int((masks[KERNEL] | masks[RUNTIME]).sum()),
+        text_instructions=int(live.sum()),
+        iram_kernel_instructions=int(kernel.sum()),
+        iram_runtime_instructions=int(masks[RUNTIME].sum()),
+        iram_softlib_instructions=int(masks[SOFTLIB].sum()),
+        kernel_functions=sum(1 for i in infos if i.region == KERNEL),
+        loops=sum(i.loops for i in infos if i.region == KERNEL),
+        max_loop_depth=int(depth[kernel].max(initial=0)),
+        wram_static_bytes=mem.wram_static_bytes, wram_data_bytes=mem.wram_data_bytes,
+        wram_host_bytes=mem.wram_host_bytes, wram_stack_bytes=mem.wram_stack_bytes,
+        mram_static_bytes=mem.mram_static_bytes, nr_tasklets=mem.nr_tasklets,
+        stack_size=mem.stack_size)
+
+
+def _mnemonic_ids(mnemonics: list[str]) -> tuple[np.ndarray, list[str]]:
+    index: dict[str, int] = {}
+    ids = np.fromiter((index.setdefault(m, len(index)) for m in mnemonics), dtype=np.intp,
+                      count=len(mnemonics))
+    return ids, list(index)

@@ -1,0 +1,203 @@
+"""Disassembly of .text with capstone, attributed to functions and to code regions.
+
+Regions come from the linker script's boundary symbols ``__cnm_text_{runtime,kernel,softlib}_
+{start,end}``: runtime (crt0 and the DPU runtime C), kernel (the user's code) and softlib
+(compiler_rt's soft multiply/divide/float). A function belongs to the region holding its first
+instruction; code outside the three ranges counts as runtime. Without the symbols (a foreign
+RISC-V ELF) every function counts as kernel and ``regions_known`` is False.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass
+
+import capstone
+import numpy as np
+
+from cnmtune.costmodel.analysis.elf import ElfImage, initial_word
+from cnmtune.costmodel.analysis.rv32_isa import OP_AUIPC, OP_LUI, Fields, decode_fields, normalise
+from cnmtune.errors import ElfError
+
+KERNEL, RUNTIME, SOFTLIB = "kernel", "runtime", "softlib"
+REGIONS = (KERNEL, RUNTIME, SOFTLIB)
+
+_local = threading.local()
+
+
+def _capstone() -> capstone.Cs:
+    # Capstone handles are not thread safe; one per thread, created once.
+    md = getattr(_local, "md", None)
+    if md is None:
+        # CS_MODE_RISCV32 without CS_MODE_RISCVC: compressed instructions are not decoded.
+        md = _local.md = capstone.Cs(capstone.CS_ARCH_RISCV, capstone.CS_MODE_RISCV32)
+    return md
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function's span of instructions: indices [first, first + count) into the program."""
+
+    name: str
+    address: int
+    first: int
+    count: int
+    region: str
+
+
+@dataclass(frozen=True)
+class Program:
+    """The decoded .text: one entry per 4-byte instruction word, plus its functions."""
+
+    name: str
+    text_address: int
+    words: np.ndarray
+    fields: Fields
+    mnemonics: list[str]
+    functions: tuple[Function, ...]
+    function_of: np.ndarray
+    padding: np.ndarray
+    regions_known: bool
+    initialised: tuple[tuple[int, bytes], ...] = ()
+
+    def address(self, index: int) -> int:
+        """The address of instruction ``index``."""
+        return self.text_address + 4 * index
+
+    def index(self, address: int) -> int | None:
+        """The instruction index at ``address``, or None outside .text or misaligned."""
+        offset = address - self.text_address
+        if offset % 4 or not 0 <= offset < 4 * len(self.words):
+            return None
+        return offset // 4
+
+    def initial_word(self, address: int) -> int | None:
+        """The word the ELF initialises at data address ``address`` (None if it does not)."""
+        return initial_word(self.initialised, address)
+
+    def function_at(self, index: int) -> Function:
+        """The function holding instruction ``index``."""
+        return self.functions[int(self.function_of[index])]
+
+    def jalr_target(self, index: int) -> int | None:
+        """The target of the ``jalr`` at ``index`` when the instruction before it, in the same
+        function, set its base register: ``auipc`` (pc-relative) or ``lui`` (absolute)."""
+        f, prev = self.fields, index - 1
+        if prev < 0 or self.function_of[prev] != self.function_of[index]:
+            return None
+        if f.rd[prev] != f.rs1[index] or f.rs1[index] == 0:
+            return None
+        if f.opcode[prev] == OP_AUIPC:
+            return (self.address(prev) + f.imm_u[prev] + f.imm_i[index]) & 0xFFFFFFFF
+        if f.opcode[prev] == OP_LUI:
+            return (f.imm_u[prev] + f.imm_i[index]) & 0xFFFFFFFF
+        return None
+
+
+def region_bounds(image: ElfImage) -> dict[str, tuple[int, int]] | None:
+    """The [start, end) address range of each code region, or None without the symbols."""
+    bounds = {}
+    for region in REGIONS:
+        start = image.symbol(f"__cnm_text_{region}_start")
+        end = image.symbol(f"__cnm_text_{region}_end")
+        if start is None or end is None:
+            return None
+        bounds[region] = (start, end)
+    return bounds
+
+
+def disassemble(image: ElfImage) -> Program:
+    """Decode every word of .text and attribute it to a function and a region."""
+    words = np.frombuffer(image.text, dtype="<u4")
+    n = len(words)
+    spans, is_symbol = function_spans(image, n)
+    bounds = region_bounds(image)
+    functions = tuple(Function(name, image.text_address + 4 * first, first, last - first,
+                               _region(image.text_address + 4 * first, bounds))
+                      for name, first, last in spans)
+    function_of = np.repeat(np.arange(len(functions), dtype=np.int32),
+                            [f.count for f in functions])
+    covered = np.zeros(n, dtype=bool)
+    for (_, first, last), symbol in zip(spans, is_symbol):
+        covered[first:last] = symbol
+    capstone_mnemonics, padding = _decode(image, words, covered, functions, function_of)
+    fields = decode_fields(words)
+    return Program(name=image.name, text_address=image.text_address, words=words, fields=fields,
+                   mnemonics=normalise(fields, capstone_mnemonics), functions=functions,
+                   function_of=function_of, padding=padding, regions_known=bounds is not None,
+                   initialised=image.initialised)
+
+
+def _region(address: int, bounds: dict[str, tuple[int, int]] | None) -> str:
+    if bounds is None:
+        return KERNEL
+    for region, (start, end) in bounds.items():
+        if start <= address < end:
+            return region
+    return RUNTIME
+
+
+def function_spans(image: ElfImage, n: int,
+                   slot: int = 4) -> tuple[list[tuple[str, int, int]], list[bool]]:
+    """(name, first, last) instruction spans covering the ``n`` instructions of .text (``slot``
+    bytes each) exactly once, and which of them are function symbols.
+
+    A function symbol of size 0 extends to the next function. Words no function covers become
+    a span named after a global label at their start (e.g. an assembly ``_start`` without
+    ``.type``), or ``<gap@0x...>``.
+    """
+    base = image.text_address
+    aligned = [f for f in image.functions if (f.address - base) % slot == 0]
+    starts = [(f.address - base) // slot for f in aligned] + [n]
+    spans: list[tuple[str, int, int]] = []
+    for k, f in enumerate(aligned):
+        first, following = starts[k], starts[k + 1]
+        last = min(following, first + (f.size + slot - 1) // slot) if f.size else following
+        spans.append((f.name, first, last))
+    labels = {(s.address - base) // slot: s.name for s in image.labels
+              if (s.address - base) % slot == 0}
+    label_at = sorted(labels)
+    filled: list[tuple[str, int, int]] = []
+    is_symbol: list[bool] = []
+    cursor = 0
+    for span in spans + [(None, n, n)]:
+        gap_start = cursor
+        while gap_start < span[1]:
+            # Split a gap at every global label inside it.
+            k = bisect.bisect_right(label_at, gap_start)
+            gap_end = min(label_at[k], span[1]) if k < len(label_at) else span[1]
+            name = labels.get(gap_start, f"<gap@0x{base + slot * gap_start:08x}>")
+            filled.append((name, gap_start, gap_end))
+            is_symbol.append(False)
+            gap_start = gap_end
+        if span[0] is not None:
+            filled.append(span)
+            is_symbol.append(True)
+        cursor = max(cursor, span[2])
+    return filled, is_symbol
+
+
+def _decode(image: ElfImage, words: np.ndarray, covered: np.ndarray,
+            functions: tuple[Function, ...], function_of: np.ndarray):
+    """Capstone's mnemonic per word; zero words outside functions are alignment padding."""
+    md = _capstone()
+    code, base = image.text, image.text_address
+    mnemonics: list[str] = []
+    padding = np.zeros(len(words), dtype=bool)
+    offset = 0
+    while offset < len(code):
+        mnemonics.extend(m for _, _, m, _ in md.disasm_lite(code[offset:], base + offset))
+        offset = 4 * len(mnemonics)
+        if offset < len(code):
+            index = offset // 4
+            word = int(words[index])
+            if word != 0 or covered[index]:
+                where = functions[int(function_of[index])].name
+                raise ElfError(
+                    f"{image.name}: undecodable instruction word 0x{word:08x} at "
+                    f"0x{base + offset:08x} (in {where}); the proxy decoder reads rv32i "
+                    "4-byte instructions")
+            padding[index] = True
+            mnemonics.append("")
+    return mnemonics, padding

@@ -1,0 +1,2 @@
+"""Learning on static features: samples, the L2P network, training and fine-tuning, ONNX
+export and scoring, baselines, the analytical prior, uncertainty, metrics and plots."""

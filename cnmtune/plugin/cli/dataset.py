@@ -1,0 +1,181 @@
+"""`cnmtune dataset ...`: generate training data on the simulator, inspect and export it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.table import Table
+from rich.text import Text
+
+from cnmtune.plugin.dataset.generate import DatasetSpec, GenerationReport, generate, parse_sizes
+from cnmtune.plugin.cli.output import console, emit_json, err_console
+from cnmtune.runtime.executor import make_executor
+from cnmtune.runtime.registry import expand_kernels
+from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET
+from cnmtune.store import Store, StoreStats
+
+dataset_app = typer.Typer(help="Generate, inspect and export L2P-style training datasets.",
+                          no_args_is_help=True)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
+
+
+class _RateColumn(ProgressColumn):
+    """Items per second of a progress task."""
+
+    def render(self, task) -> Text:
+        return Text(f"{task.speed:.1f}/s" if task.speed else "-/s", style="progress.data.speed")
+
+
+@dataset_app.command("generate")
+def generate_command(
+    kernels: str = typer.Option(..., "--kernels", "-k",
+                                help="comma-separated kernel names, directories or suites (prim, pim-ml)"),
+    db: Path = typer.Option(..., "--db", help="SQLite store to create or complete"),
+    pipelines: int = typer.Option(1004, "--pipelines", help="pipelines per kernel: O0..O3 + random sequences"),
+    seed: int = typer.Option(0, "--seed", help="seed of the random pass sequences"),
+    length: int = typer.Option(10, "--length", help="passes per random sequence; 0 = CompilerGym-style 1..40"),
+    dpus: str = typer.Option("1,2,4,8,16", "--dpus", help="DPU counts of the grid"),
+    tasklets: str = typer.Option("1,2,4,8,16", "--tasklets", help="tasklet counts of the grid"),
+    sizes: str = typer.Option("default", "--sizes", help="size presets or element counts, comma-separated"),
+    sim_config: str = typer.Option("calibrated", "--sim-config", help="simulator timing: calibrated, literature"),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", help="instructions per DPU and launch before a timeout"),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="local worker processes (default: all cores)"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler, e.g. tcp://HOST:8786"),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="redo recorded failures (e.g. with a larger budget)"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+) -> None:
+    """Compile every pipeline x tasklet count, simulate every distinct binary on the grid (resumable)."""
+    spec = DatasetSpec(
+        kernels=tuple(expand_kernels([k.strip() for k in kernels.split(",") if k.strip()])), pipelines=pipelines,
+        seed=seed, length=length or None, dpus=_ints(dpus), tasklets=_ints(tasklets),
+        sizes=parse_sizes(s.strip() for s in sizes.split(",") if s.strip()), sim_config=sim_config,
+        budget=budget, retry_failed=retry_failed)
+    with Store(db) as store, make_executor(workers, scheduler) as executor:
+        columns = (TextColumn("{task.description:9}"), BarColumn(), MofNCompleteColumn(),
+                   _RateColumn(), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+        with Progress(*columns, console=err_console, transient=as_json) as bar:
+            tasks = {phase: bar.add_task(phase, total=None) for phase in ("compile", "simulate")}
+            report = generate(spec, store, executor,
+                              lambda phase, done, total: bar.update(tasks[phase], completed=done, total=total))
+    if as_json:
+        emit_json(_report_dict(report))
+    else:
+        _print_report(report)
+
+
+def _report_dict(report: GenerationReport) -> dict:
+    record = {k: v for k, v in vars(report).items()}
+    record["dedup_fraction"] = report.dedup_fraction
+    return record
+
+
+def _print_report(report: GenerationReport) -> None:
+    table = Table(title=f"dataset generation on {report.executor}", show_header=False)
+    rows = [
+        ("kernels", ", ".join(report.kernels)),
+        ("compiles (new / planned)", f"{report.compiles_done} / {report.compiles_planned}"),
+        ("simulations (new / planned)", f"{report.runs_done} / {report.runs_planned}"),
+        ("simulations saved by binary dedup", f"{100 * report.dedup_fraction:.1f} %"),
+        ("compile outcomes", _counts(report.compile_status)),
+        ("run outcomes", _counts(report.run_status)),
+        ("grid points skipped", _counts(_by_rule(report.invalid_points)) or "none"),
+        ("wall time", f"{report.seconds:.1f} s"),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    console.print(table)
+    for failure in report.task_failures:
+        err_console.print(f"task failed: {failure}", highlight=False, markup=False)
+
+
+def _by_rule(reasons: dict[str, int]) -> dict[str, int]:
+    """Reasons with their numbers replaced by N, so one rule is one line ('tasklets N < DPUs N')."""
+    out: dict[str, int] = {}
+    for reason, count in reasons.items():
+        rule = re.sub(r"\b\d+\b", "N", reason)
+        out[rule] = out.get(rule, 0) + count
+    return out
+
+
+def _counts(counter: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted(counter.items()))
+
+
+@dataset_app.command("stats")
+def stats_command(
+    db: Path = typer.Argument(..., help="SQLite store"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Counts per kernel, validity breakdown, duplicate-binary ratio and generation speed."""
+    _require(db)
+    with Store(db) as store:
+        stats = store.stats()
+    if as_json:
+        record = {k: v for k, v in vars(stats).items()}
+        record.update(samples_per_second=stats.samples_per_second,
+                      simulations_per_second=stats.simulations_per_second)
+        emit_json(record)
+        return
+    _print_stats(db, stats)
+
+
+def _print_stats(db: Path, stats: StoreStats) -> None:
+    per_kernel = Table(title=f"{db}: per kernel")
+    for column in ("kernel", "compiles", "runs"):
+        per_kernel.add_column(column, justify="left" if column == "kernel" else "right")
+    for kernel in sorted(set(stats.compiles_per_kernel) | set(stats.runs_per_kernel)):
+        per_kernel.add_row(kernel, str(stats.compiles_per_kernel.get(kernel, 0)),
+                           str(stats.runs_per_kernel.get(kernel, 0)))
+    console.print(per_kernel)
+    summary = Table(title="totals", show_header=False)
+    for label, value in (
+        ("pipelines", stats.pipelines), ("compiles", stats.compiles),
+        ("distinct binaries", stats.distinct_elfs),
+        ("duplicate-binary ratio", f"{100 * stats.duplicate_binary_ratio:.1f} %"),
+        ("compile outcomes", _counts(stats.compile_status)),
+        ("simulations", stats.runs), ("run outcomes", _counts(stats.run_status)),
+        ("training samples", stats.samples),
+        ("generation sessions", stats.generations),
+        ("generation wall time", f"{stats.generation_seconds:.1f} s"),
+        ("samples per second", f"{stats.samples_per_second:.2f}"),
+        ("simulations per second", f"{stats.simulations_per_second:.2f}"),
+    ):
+        summary.add_row(label, str(value))
+    console.print(summary)
+
+
+@dataset_app.command("export")
+def export_command(
+    db: Path = typer.Argument(..., help="SQLite store"),
+    output: Path = typer.Argument(..., help="a .parquet or .csv file"),
+    table: str = typer.Option("training", "--table", help="training, compiles or runs"),
+    with_features: bool = typer.Option(True, "--features/--no-features",
+                                       help="training table: one column per feature"),
+) -> None:
+    """Write one table of the store to Parquet or CSV (atomically)."""
+    from cnmtune import __version__
+    from cnmtune.costmodel import default_schema
+
+    _require(db)
+    schema = default_schema()
+    metadata = {"cnmtune.table": table, "cnmtune.version": __version__}
+    if with_features and table == "training":
+        metadata.update({"cnmtune.feature_schema": schema.version, "cnmtune.feature_schema_hash": schema.hash})
+    with Store(db) as store:
+        path = store.export(output, table, schema.hash if with_features else None, metadata)
+    console.print(f"wrote {path}", highlight=False, markup=False)
+
+
+def _require(db: Path) -> None:
+    from cnmtune.errors import StoreError
+
+    if not db.is_file():
+        raise StoreError(f"no store at {db}")

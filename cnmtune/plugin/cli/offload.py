@@ -1,0 +1,145 @@
+"""`cnmtune offload KERNEL[,KERNEL...] --size S`: offload decisions with their flip point and a C header."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from cnmtune.atomic import atomic_write
+from cnmtune.errors import OffloadError
+from cnmtune.plugin.offload.decide import (
+    DEFAULT_DPUS,
+    DEFAULT_SHARE_CAP,
+    DEFAULT_TASKLETS,
+    OffloadReport,
+    OffloadSpec,
+    decide,
+    header_text,
+)
+from cnmtune.plugin.cli.output import console, emit_json, err_console
+
+
+def _ints(text: str, what: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise OffloadError(f"--{what}: {text!r} is not a comma-separated list of integers") from None
+    if not values or min(values) < 1:
+        raise OffloadError(f"--{what}: give positive integers")
+    return values
+
+
+def _size_item(text: str) -> int | str:
+    text = text.strip()
+    return int(text) if text.isdigit() else text
+
+
+def offload_command(
+    kernels: str = typer.Argument(..., help="kernel name(s), comma-separated (va,red,gemv,bs)"),
+    size: str = typer.Option("default", "--size", "-s", help="problem size to decide for, or a preset"),
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="sizes (or presets) swept for the flip point, "
+                                                              "comma-separated (default: x4 steps from --min-size "
+                                                              "to --max-size)"),
+    min_size: str = typer.Option("small", "--min-size", help="first size of the default sweep"),
+    max_size: str = typer.Option("large", "--max-size", help="last size of the default sweep"),
+    factor: float = typer.Option(4.0, "--factor", help="ratio between sizes of the default sweep"),
+    dpus: str = typer.Option(",".join(map(str, DEFAULT_DPUS)), "--dpus",
+                             help="DPU counts to consider (2560 = a full UPMEM system)"),
+    tasklets: str = typer.Option(",".join(map(str, DEFAULT_TASKLETS)), "--tasklets", help="tasklet counts"),
+    pipeline: str = typer.Option("O2", "--pipeline", "-p", help="pass pipeline of the DPU program"),
+    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    cpu: str = typer.Option("auto", "--cpu", help="CPU baseline: auto (faster of native C and numpy), native, numpy"),
+    repeats: int = typer.Option(7, "--repeats", help="CPU runs per size (the median counts)"),
+    min_speedup: float = typer.Option(1.0, "--min-speedup", help="offload when CPU time / CNM time is at least this"),
+    bisect: int = typer.Option(4, "--bisect", help="bisection steps between the last two sizes that disagree"),
+    share_cap: int = typer.Option(DEFAULT_SHARE_CAP, "--share-cap",
+                                  help="simulate a DPU count when size / DPUs is at most this; extrapolate above"),
+    emit_header: Optional[Path] = typer.Option(None, "--emit-header", help="write a C header with the decisions"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+) -> None:
+    """Decide CPU vs CNM: predicted DPU end-to-end time (best DPUs x tasklets) against the measured CPU
+    time of the same computation, per size, with the size at which the decision flips."""
+    from cnmtune.plugin.cli.main import (
+        parse_defines,  # imported late: cli imports this module
+    )
+
+    if cpu not in ("auto", "native", "numpy"):
+        raise OffloadError(f"unknown --cpu {cpu!r}; choose auto, native or numpy")
+    if repeats < 1:
+        raise OffloadError("--repeats must be at least 1")
+    defines = tuple(parse_defines(define).items())
+    reports: list[OffloadReport] = []
+    with Progress(TextColumn("{task.description:16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as bar:
+        for name in [k.strip() for k in kernels.split(",") if k.strip()]:
+            tasks: dict[str, int] = {}
+
+            def progress(phase: str, done: int, total: int, name=name, tasks=tasks) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(f"{name}: {phase}", total=total)
+                bar.update(tasks[phase], completed=done, total=total)
+
+            spec = OffloadSpec(kernel=name, size=_size_item(size),
+                               sizes=tuple(_size_item(s) for s in sizes.split(",") if s.strip()) if sizes else None,
+                               min_size=_size_item(min_size), max_size=_size_item(max_size), factor=factor,
+                               dpus=_ints(dpus, "dpus"), tasklets=_ints(tasklets, "tasklets"), pipeline=pipeline,
+                               defines=defines, cpu=cpu, repeats=repeats, min_speedup=min_speedup,
+                               bisect_steps=bisect, share_cap=share_cap)
+            reports.append(decide(spec, progress=progress))
+    if emit_header:
+        atomic_write(emit_header, header_text(reports).encode())
+    if as_json:
+        emit_json({"kernels": [r.to_dict() for r in reports], "header": str(emit_header) if emit_header else None})
+        return
+    for report in reports:
+        console.print(_sizes_table(report))
+    console.print(_summary_table(reports))
+    for note in dict.fromkeys(n for r in reports for n in r.notes):
+        console.print(f"- {note}", highlight=False, markup=False)
+    if emit_header:
+        console.print(f"wrote {emit_header}", highlight=False, markup=False)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.4f}"
+
+
+def _sizes_table(report: OffloadReport) -> Table:
+    table = Table(title=f"{report.kernel}: CPU vs CNM across sizes ({report.size_unit})")
+    for column in ("size", "", "CPU ms", "CNM ms", "kernel", "CPU->DPU", "DPU->CPU", "host", "best config",
+                   "speedup", "decision"):
+        table.add_column(column, justify="left" if column in ("", "best config", "decision") else "right")
+    for p in report.points:
+        b = p.best
+        mark = {"requested": "<- --size", "bisection": "bisection"}.get(p.origin, "")
+        config = f"{b.dpus} DPUs x {b.tasklets} ({b.method})" if b else "none feasible"
+        table.add_row(f"{p.size:,}", mark, f"{_ms(p.cpu.seconds)} {p.cpu.implementation}",
+                      _ms(p.cnm_s) if b else "-", _ms(b.kernel_s) if b else "-", _ms(b.host_to_dpu_s) if b else "-",
+                      _ms(b.dpu_to_host_s) if b else "-", _ms(b.host_s) if b else "-", config,
+                      f"{p.speedup:.3g}x", "CNM" if p.offload else "CPU")
+    return table
+
+
+def _summary_table(reports: list[OffloadReport]) -> Table:
+    table = Table(title="offload decisions")
+    for column in ("kernel", "size", "decision", "speedup", "best config", "flips between", "ratio monotone"):
+        table.add_column(column)
+    for r in reports:
+        at = r.at_size
+        best = f"{at.best.dpus} DPUs x {at.best.tasklets} tasklets, {at.best.pipeline}" if at.best else "-"
+        flip = f"{r.flip[0]:,} and {r.flip[1]:,}" if r.flip else "no flip in the swept sizes"
+        if len(r.flips) > 1:
+            flip += f" ({len(r.flips)} changes)"
+        table.add_row(r.kernel, f"{r.requested:,}", "offload (CNM)" if at.offload else "CPU", f"{at.speedup:.3g}x",
+                      best, flip, "yes" if r.monotone else "no")
+    return table

@@ -1,0 +1,194 @@
+"""`cnmtune sweep KERNEL[,KERNEL...] --param NAME=V1,V2 ...`: design sweeps from stored traces."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from cnmtune.atomic import atomic_write
+from cnmtune.errors import SweepError
+from cnmtune.passes import Pipeline
+from cnmtune.plugin.sweep.design import (
+    PARAMETERS,
+    CostExpression,
+    design_points,
+    parameter_help,
+    parse_param,
+)
+from cnmtune.plugin.cli.output import console, emit_json, err_console
+from cnmtune.plugin.sweep.evaluate import KernelSweep, sweep_trace_set
+from cnmtune.runtime.sim.traces import MANIFEST, TraceSet, load_trace_set, obtain_trace_set
+from cnmtune.runtime.registry import find_kernel
+from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+
+
+def _defines(items: list[str]) -> dict:
+    from cnmtune.plugin.cli.main import (
+        parse_defines,  # the CLI's own -D parser (imported late: cli imports us)
+    )
+
+    return parse_defines(items)
+
+
+def sweep_command(
+    kernels: str = typer.Argument(..., help="kernel name(s), comma-separated (va,red,gemv), or a trace-set directory"),
+    param: list[str] = typer.Option([], "--param", help="design parameter NAME=V1,V2,... (repeatable; full factorial "
+                                                        f"grid). Names: {parameter_help()}"),
+    pipeline: str = typer.Option("O2", "--pipeline", "-p", help="pipeline of the recorded run"),
+    tasklets: int | None = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
+    dpus: int = typer.Option(1, "--dpus", "-d", help="DPUs of the recorded run"),
+    size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),
+    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    seed: int = typer.Option(0, "--seed", help="input generator seed of the recorded run"),
+    traces: Path | None = typer.Option(None, "--traces", help="trace store directory (default: <cache>/traces)"),
+    rerecord: bool = typer.Option(False, "--rerecord", help="record the traces again even if stored"),
+    cost: str = typer.Option("frequency_mhz", "--cost", help="cost proxy: an arithmetic expression over the "
+                                                             "parameters, e.g. 'frequency_mhz*1.0+revolver*2'"),
+    metric: str = typer.Option("kernel", "--metric", help="time to rank and plot: kernel, or total (+ transfers)"),
+    strict: bool = typer.Option(False, "--strict", help="refuse design points whose trace cannot be re-timed "
+                                                        "exactly, instead of re-executing them"),
+    plot: Path | None = typer.Option(None, "--plot", help="write a Pareto PNG (time vs cost) here"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+) -> None:
+    """Re-time stored traces under a grid of DpuConfig design points (no re-execution where exact).
+
+    Reports the time of every design point, the Pareto front of time vs the cost proxy, and which
+    parameter matters most for each kernel (the range of its level means). A trace is re-timed only
+    where that is exact: the replay must feed every tasklet the same values (counters, try-locks,
+    handshakes) and grant every lock and semaphore in the same order as the recording did; other
+    points are re-executed under their config (or refused with --strict)."""
+    if not param:
+        raise SweepError(f"nothing to sweep: give --param NAME=V1,V2,... (names: {', '.join(PARAMETERS)})")
+    grid = dict(parse_param(p) for p in param)
+    if len(grid) != len(param):
+        raise SweepError("a parameter is given twice; list all its values in one --param")
+    base = DpuConfig.calibrated()
+    points = design_points(base, grid)
+    expression = CostExpression(cost)
+    toolchain = ProxyToolchain()
+    sweeps: list[KernelSweep] = []
+    start = time.perf_counter()
+    with Progress(TextColumn("{task.description:14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as bar:
+        for item in [k.strip() for k in kernels.split(",") if k.strip()]:
+            task = bar.add_task(f"{item}: traces", total=None)
+            trace_set, recorded = _trace_set(item, pipeline, tasklets, define, dpus, size, seed, traces, base,
+                                             toolchain, rerecord)
+            bar.update(task, description=f"{trace_set.kernel}: points", total=len(points))
+            result = sweep_trace_set(trace_set, points, expression, metric, strict, toolchain,
+                                     lambda done, total, task=task: bar.update(task, completed=done))
+            result.recorded_now = recorded
+            sweeps.append(result)
+    seconds = time.perf_counter() - start
+    if plot:
+        write_pareto_plot(sweeps, expression, plot)
+    if as_json:
+        emit_json({"params": {k: list(v) for k, v in grid.items()}, "cost": expression.text, "metric": metric,
+                   "base_config": {"hash": base.hash, **{p.name: p.user_value(base) for p in PARAMETERS.values()}},
+                   "points": len(points), "kernels": [s.to_dict() for s in sweeps],
+                   "seconds": seconds, "plot": str(plot) if plot else None})
+        return
+    for result in sweeps:
+        console.print(_points_table(result, list(grid)))
+    console.print(_summary_table(sweeps))
+    notes = {r.note for s in sweeps for r in s.results if r.note}
+    for note in sorted(notes):
+        console.print(f"re-executed because: {note}", highlight=False, markup=False)
+    console.print(f"{len(points)} design points x {len(sweeps)} kernel(s) in {seconds:.2f} s", highlight=False)
+    if plot:
+        console.print(f"wrote {plot}", highlight=False, markup=False)
+
+
+def _trace_set(item: str, pipeline: str, tasklets: int | None, define: list[str], dpus: int, size: str,
+               seed: int, root: Path | None, base: DpuConfig, toolchain: ProxyToolchain,
+               rerecord: bool) -> tuple[TraceSet, bool]:
+    if (Path(item) / MANIFEST).is_file():  # an existing recorded run
+        return load_trace_set(Path(item)), False
+    kernel = find_kernel(item)
+    variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, _defines(define))
+    problem = int(size) if size.isdigit() else kernel.workload.preset(size)
+    return obtain_trace_set(variant, dpus, problem, seed, None, base, root, toolchain, rerecord)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.4f}"
+
+
+def _points_table(result: KernelSweep, names: list[str]) -> Table:
+    ts = result.trace_set
+    how = "recorded now" if result.recorded_now else f"stored traces ({ts.directory})"
+    table = Table(title=f"{ts.label}: {len(result.results)} design points from {how}")
+    for name in names:
+        table.add_column(name, justify="right")
+    for column in ("kernel ms", "transfers ms", "total ms", "cost", "Pareto", "how"):
+        table.add_column(column, justify="left" if column == "how" else "right")
+    for r in result.results:
+        values = dict(r.point.values)
+        table.add_row(*(f"{values[n]:g}" for n in names), _ms(r.kernel_s), _ms(r.transfer_s), _ms(r.total_s),
+                      f"{r.cost:g}", "*" if r.pareto else "", r.method)
+    return table
+
+
+def _summary_table(sweeps: list[KernelSweep]) -> Table:
+    table = Table(title="which parameter matters most (main effect: range of the mean time over its levels)")
+    for column in ("kernel", "most important", "range ms", "of mean", "others (range ms)", "retimed/recorded",
+                   "re-executed", "seconds"):
+        table.add_column(column, justify="left" if column in ("kernel", "most important", "others (range ms)")
+                         else "right")
+    for s in sweeps:
+        top = s.main_effects[0] if s.main_effects else None
+        others = ", ".join(f"{e['param']} {e['range_s'] * 1e3:.4f}" for e in s.main_effects[1:])
+        exact = sum(r.method in ("retimed", "recorded") for r in s.results)
+        table.add_row(s.trace_set.kernel, top["param"] if top else "-", _ms(top["range_s"]) if top else "-",
+                      f"{100 * top['relative']:.1f} %" if top else "-", others, str(exact),
+                      str(len(s.results) - exact), f"{s.seconds:.2f}")
+    return table
+
+
+def write_pareto_plot(sweeps: list[KernelSweep], cost: CostExpression, path: Path) -> Path:
+    """One panel per kernel: time of every design point vs its cost, the Pareto front joined."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = min(3, len(sweeps))
+    rows = -(-len(sweeps) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)
+    for ax, s in zip(axes.flat, sweeps):
+        metric = s.metric
+        times = [(r.kernel_s if metric == "kernel" else r.total_s) * 1e3 for r in s.results]
+        costs = [r.cost for r in s.results]
+        ax.scatter(costs, times, s=18, color="tab:blue", alpha=0.6, label="design points")
+        front = sorted((r.cost, t) for r, t in zip(s.results, times) if r.pareto)
+        ax.step([c for c, _ in front], [t for _, t in front], where="post", color="tab:red", marker="o",
+                label="Pareto front")
+        ax.set_title(f"{s.trace_set.kernel} ({s.trace_set.dpus} DPU(s), size {s.trace_set.size:,})")
+        ax.set_xlabel(f"cost: {cost.text}")
+        ax.set_ylabel(f"{metric} time (ms)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(sweeps):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    return atomic_write(path, buffer.getvalue())
+
+
+# the parameter list in --help (indented like the docstring's own lines, one paragraph each)
+sweep_command.__doc__ += "\n\n    Design parameters, in user units (DpuConfig field):\n\n" + "\n\n".join(
+    f"    {p.name} in {p.unit}: {p.help} ({', '.join(p.fields)})" for p in PARAMETERS.values())

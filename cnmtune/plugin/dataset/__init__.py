@@ -1,0 +1,1 @@
+"""Dataset generation (`cnmtune dataset`): kernels x pipelines x configurations into the store."""

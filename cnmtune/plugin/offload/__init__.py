@@ -1,0 +1,1 @@
+"""Offload decisions (`cnmtune offload`): predicted CNM time against measured CPU time per size."""

@@ -1,0 +1,464 @@
+"""Offload decisions: predicted CNM end-to-end time against the measured CPU time, per problem size.
+
+CNM side, for one size: every (DPUs, tasklets) point of the grid (default: 1 to 2,560 DPUs, a
+full 40-rank UPMEM system, x 8 and 16 tasklets; one pipeline, O2) is priced as
+  kernel (simulated or extrapolated) + CPU->DPU + DPU->CPU transfers (modelled) + host steps (measured)
+and the cheapest feasible point is the best predicted config. How each part is obtained:
+- the workload's own host program runs against a SampledSimDevice of D DPUs (runtime/sampled.py):
+  its transfer calls are the real pattern for D DPUs and are priced by the simulator's transfer
+  model (SimDevice's transfer_seconds, calibrated DpuConfig); a configuration that does not fit
+  (MRAM, WRAM, the workload's own checks) is infeasible;
+- kernel time: simulated (cnmtune's DPU simulator, calibrated DpuConfig) on the first and the
+  last DPU of the D-DPU partitioning, which carry the largest and the remainder share, when the
+  per-DPU share size/D is at most `share_cap` size units, and always for the two largest DPU
+  counts; for smaller DPU counts (larger shares) it is extrapolated under strong scaling: at a
+  fixed size, the slowest DPU's cycles = a + b / D, fitted on the two simulated DPU counts with
+  the largest shares (b <= 0 falls back to cycles proportional to 1 / D);
+- host steps: the wall time the host program spends between two launches outside device calls
+  (PrIM's inter-DPU steps: merging and redistributing partial results), measured (median of 3
+  runs for the chosen configuration). Not counted, because in this Python host program they
+  are copies a C host does not make: input preparation before the first launch (padding,
+  splitting; a C host passes pointers into its arrays) and the work after the last launch
+  (concatenating the DPUs' outputs, which a C host receives in place; it also holds red's
+  final sum over the DPUs' partial sums, microseconds in C), reported as `host_tail_s`;
+  nor the one-time program load.
+Sampling assumes the host program does the same launches and transfers whatever the DPUs
+return (true of va, red, gemv, bs and of every single-launch kernel). That is checked once per
+kernel on 4 fully simulated DPUs against 4 unsimulated ones; a kernel whose host program
+depends on DPU results (bfs: it loops until the frontier is empty) is reported as such
+(`host_depends_on_results`), and its predictions for more than 2 DPUs are not reliable.
+CPU side: the same computation on this machine (plugin/offload/cpu_baseline.py), the faster of native
+multithreaded C (va, red, gemv, bs) and the workload's numpy reference, median of `repeats`.
+
+Decision: offload when CPU time / CNM time >= min_speedup. The flip point is found by a
+geometric grid of sizes and a bisection between the last two sizes with different decisions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from cnmtune.errors import CnmtuneError, OffloadError
+from cnmtune.passes import Pipeline
+from cnmtune.plugin.offload.cpu_baseline import CpuTime, cpu_time
+from cnmtune.runtime.kernel import Kernel
+from cnmtune.runtime.registry import find_kernel
+from cnmtune.runtime.sampled import SampledSimDevice
+from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.toolchain import Binary, ProxyToolchain, Toolchain, Variant
+
+__all__ = ["DEFAULT_DPUS", "CnmCandidate", "OffloadReport", "OffloadSpec", "SizePoint", "decide", "header_text"]
+
+FULL_SYSTEM_DPUS = 2560  # 40 ranks x 64 DPUs
+DEFAULT_DPUS = (1, 4, 16, 64, 256, 1024, 2048, FULL_SYSTEM_DPUS)
+DEFAULT_TASKLETS = (8, 16)
+DEFAULT_SHARE_CAP = 16384
+HOST_REPEATS = 3
+
+
+@dataclass(frozen=True)
+class OffloadSpec:
+    """What to decide: a kernel at one size, the sizes to sweep for the flip, the CNM grid."""
+
+    kernel: str
+    size: int | str = "default"
+    sizes: tuple[int | str, ...] | None = None
+    min_size: int | str = "small"
+    max_size: int | str = "large"
+    factor: float = 4.0
+    dpus: tuple[int, ...] = DEFAULT_DPUS
+    tasklets: tuple[int, ...] = DEFAULT_TASKLETS
+    pipeline: str = "O2"
+    defines: tuple[tuple[str, int | str | None], ...] = ()
+    params: tuple[tuple[str, object], ...] = ()
+    seed: int = 0
+    cpu: str = "auto"
+    repeats: int = 7
+    min_speedup: float = 1.0
+    bisect_steps: int = 4
+    share_cap: int = DEFAULT_SHARE_CAP
+
+
+@dataclass
+class CnmCandidate:
+    """One (DPUs, tasklets) point at one size: its predicted times, or why it is infeasible."""
+
+    dpus: int
+    tasklets: int
+    pipeline: str
+    kernel_s: float = math.nan
+    host_to_dpu_s: float = math.nan
+    dpu_to_host_s: float = math.nan
+    host_s: float = math.nan
+    host_tail_s: float = math.nan
+    launches: int = 0
+    cycles: float = math.nan
+    method: str = "simulated"  # or "extrapolated"
+    error: str | None = None
+
+    @property
+    def total_s(self) -> float:
+        """Kernel + both transfers + host steps (inf if infeasible)."""
+        if self.error:
+            return math.inf
+        return self.kernel_s + self.host_to_dpu_s + self.dpu_to_host_s + self.host_s
+
+    def to_dict(self) -> dict:
+        """JSON-safe form."""
+        out = {"dpus": self.dpus, "tasklets": self.tasklets, "pipeline": self.pipeline, "method": self.method}
+        if self.error:
+            return {**out, "error": self.error}
+        return {**out, "kernel_s": self.kernel_s, "host_to_dpu_s": self.host_to_dpu_s,
+                "dpu_to_host_s": self.dpu_to_host_s, "host_s": self.host_s, "host_tail_s": self.host_tail_s,
+                "total_s": self.total_s,
+                "launches": self.launches, "cycles": self.cycles}
+
+
+@dataclass
+class SizePoint:
+    """The decision at one size."""
+
+    size: int
+    origin: str  # "grid", "bisection", "requested"
+    cpu: CpuTime
+    cpu_times: dict[str, float]
+    best: CnmCandidate | None
+    candidates: list[CnmCandidate]
+    min_speedup: float = 1.0
+
+    @property
+    def cnm_s(self) -> float:
+        """Predicted CNM end-to-end time of the best configuration."""
+        return self.best.total_s if self.best else math.inf
+
+    @property
+    def speedup(self) -> float:
+        """CPU time / predicted CNM time (> 1: the DPUs are faster)."""
+        return self.cpu.seconds / self.cnm_s if self.best else 0.0
+
+    @property
+    def offload(self) -> bool:
+        """The decision."""
+        return self.best is not None and self.speedup >= self.min_speedup
+
+    def to_dict(self) -> dict:
+        """JSON-safe form."""
+        return {"size": self.size, "origin": self.origin, "offload": self.offload, "speedup": self.speedup,
+                "cnm_s": self.cnm_s if self.best else None, "cpu": self.cpu.to_dict(), "cpu_times": self.cpu_times,
+                "best": self.best.to_dict() if self.best else None,
+                "candidates": [c.to_dict() for c in self.candidates]}
+
+
+@dataclass
+class OffloadReport:
+    """Decisions of one kernel across sizes, the one at the requested size and the flip point."""
+
+    kernel: str
+    size_unit: str
+    requested: int
+    points: list[SizePoint]
+    flips: list[tuple[int, int]]
+    flip: tuple[int, int] | None
+    host_depends_on_results: bool = False
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def at_size(self) -> SizePoint:
+        """The decision at the requested size."""
+        return next(p for p in self.points if p.size == self.requested)
+
+    @property
+    def ratios(self) -> list[float]:
+        """Predicted CNM time / CPU time at each evaluated size, in size order."""
+        return [p.cnm_s / p.cpu.seconds for p in self.points]
+
+    @property
+    def monotone(self) -> bool:
+        """Whether the CNM/CPU ratio is monotone in size over the evaluated sizes."""
+        r = self.ratios
+        return all(a >= b for a, b in pairwise(r)) or all(a <= b for a, b in pairwise(r))
+
+    def to_dict(self) -> dict:
+        """JSON-safe form."""
+        at = self.at_size
+        return {"kernel": self.kernel, "size_unit": self.size_unit, "size": self.requested,
+                "offload": at.offload, "speedup": at.speedup, "best": at.best.to_dict() if at.best else None,
+                "cpu": at.cpu.to_dict(), "cnm_s": at.cnm_s if at.best else None,
+                "flip": ({"below": self.flip[0], "at": self.flip[1],
+                          "offload_above": next(p.offload for p in self.points if p.size == self.flip[1])}
+                         if self.flip else None),
+                "flips": [list(f) for f in self.flips], "monotone_ratio": self.monotone,
+                "host_depends_on_results": self.host_depends_on_results,
+                "decisions": [p.to_dict() for p in self.points], "notes": self.notes, "seconds": self.seconds}
+
+
+def _size(kernel: Kernel, value: int | str) -> int:
+    if isinstance(value, int):
+        return value
+    return int(value) if value.isdigit() else kernel.workload.preset(value)
+
+
+def size_grid(first: int, last: int, factor: float) -> list[int]:
+    """Geometric sizes from `first` to `last` (both included)."""
+    if first < 1 or last < first or factor <= 1:
+        raise OffloadError(f"bad size range {first}..{last} x{factor}: need 1 <= min <= max and factor > 1")
+    sizes, value = [], float(first)
+    while value < last:
+        sizes.append(round(value))
+        value *= factor
+    return sorted({*sizes, last})
+
+
+class _Decider:
+    def __init__(self, spec: OffloadSpec, toolchain: Toolchain | None,
+                 progress: Callable[[str, int, int], None] | None):
+        self.spec = spec
+        self.kernel = find_kernel(spec.kernel)
+        self.workload = self.kernel.workload
+        self.config = DpuConfig.calibrated()
+        self.toolchain = toolchain or ProxyToolchain()
+        self.progress = progress or (lambda *_: None)
+        self.defines = dict(spec.defines)
+        self.params = dict(spec.params)
+        self.binaries: dict[int, Binary | CnmtuneError] = {}
+        self.points: dict[int, SizePoint] = {}
+        self._dependent: bool | None = None
+        if not spec.dpus or min(spec.dpus) < 1 or not spec.tasklets:
+            raise OffloadError("give at least one DPU count (>= 1) and one tasklet count")
+        Pipeline.parse(spec.pipeline)
+
+    def binary(self, tasklets: int) -> Binary | CnmtuneError:
+        if tasklets not in self.binaries:
+            try:
+                variant = Variant.of(self.kernel, self.spec.pipeline, tasklets, self.defines)
+                self.binaries[tasklets] = self.toolchain.compile(variant)
+            except CnmtuneError as exc:
+                self.binaries[tasklets] = exc
+        return self.binaries[tasklets]
+
+    # ------------------------------------------------------------ CNM
+    def _run(self, binary: Binary, size: int, dpus: int, tasklets: int, simulate: bool) -> CnmCandidate:
+        workload = self.workload(size, dpus, tasklets, self.defines, self.spec.seed, **self.params)
+        device = SampledSimDevice(dpus, None if simulate else (), self.config)
+        device.load(binary.elf_path)
+        inputs = workload.inputs()
+        workload.execute(device, inputs)
+        tail = device.host_seconds_after_last_launch(time.perf_counter())
+        cycles = sum(max((t.cycles for t in record.timings), default=0) for record in device.launches)
+        return CnmCandidate(dpus, tasklets, self.spec.pipeline, device.times.kernel_s, device.times.host_to_dpu_s,
+                            device.times.dpu_to_host_s, device.host_between_launches_s, tail, device.times.launches,
+                            float(cycles) if simulate else math.nan, "simulated" if simulate else "extrapolated")
+
+    def candidates(self, size: int) -> list[CnmCandidate]:
+        out = []
+        for tasklets in self.spec.tasklets:
+            binary = self.binary(tasklets)
+            if isinstance(binary, CnmtuneError):
+                out += [CnmCandidate(d, tasklets, self.spec.pipeline, error=str(binary)) for d in self.spec.dpus]
+                continue
+            simulated: list[CnmCandidate] = []
+            row = []
+            for dpus in sorted(set(self.spec.dpus), reverse=True):
+                simulate = size / dpus <= self.spec.share_cap or len(simulated) < 2
+                try:
+                    candidate = self._run(binary, size, dpus, tasklets, simulate)
+                except CnmtuneError as exc:  # does not fit, or a simulator fault: infeasible here
+                    candidate = CnmCandidate(dpus, tasklets, self.spec.pipeline, error=str(exc))
+                if simulate and not candidate.error:
+                    simulated.append(candidate)
+                row.append(candidate)
+            self._extrapolate(row, simulated)
+            out += row
+        return out
+
+    def _extrapolate(self, row: list[CnmCandidate], simulated: list[CnmCandidate]) -> None:
+        pending = [c for c in row if c.method == "extrapolated" and not c.error]
+        if not pending:
+            return
+        if not simulated:
+            for c in pending:
+                c.error = "no DPU count of the grid could be simulated to extrapolate from"
+            return
+        near = sorted(simulated, key=lambda c: c.dpus)[:2]
+        if len(near) == 2 and near[0].cycles > near[1].cycles:
+            (d1, c1), (d2, c2) = ((c.dpus, c.cycles) for c in near)
+            b = (c1 - c2) / (1 / d1 - 1 / d2)
+            a = c1 - b / d1
+
+            def cycles(d: int) -> float:
+                return a + b / d
+        else:
+            d1, c1 = near[0].dpus, near[0].cycles
+
+            def cycles(d: int) -> float:
+                return c1 * d1 / d
+        for c in pending:
+            c.cycles = cycles(c.dpus)
+            c.kernel_s = c.cycles / self.config.frequency_hz + c.launches * self.config.launch_overhead_s
+
+    def host_depends_on_results(self, size: int) -> bool:
+        """Whether the host program's launches or transfers change with what the DPUs return."""
+        if self._dependent is None:
+            tasklets = next((t for t in self.spec.tasklets if not isinstance(self.binary(t), CnmtuneError)), None)
+            self._dependent = False
+            if tasklets is not None:
+                logs = []
+                for sampled in ((0, 1, 2, 3), ()):
+                    device = SampledSimDevice(4, sampled, self.config)
+                    try:
+                        workload = self.workload(size, 4, tasklets, self.defines, self.spec.seed, **self.params)
+                        device.load(self.binary(tasklets).elf_path)
+                        workload.execute(device, workload.inputs())
+                    except CnmtuneError as exc:
+                        logs.append(type(exc).__name__)
+                    else:
+                        logs.append((device.times.launches, tuple(device.transfers)))
+                self._dependent = logs[0] != logs[1]
+        return self._dependent
+
+    def _host_median(self, best: CnmCandidate, size: int) -> float:
+        binary = self.binary(best.tasklets)
+        runs = [best.host_s] + [self._run(binary, size, best.dpus, best.tasklets, False).host_s
+                                for _ in range(HOST_REPEATS - 1)]
+        return statistics.median(runs)
+
+    # ------------------------------------------------------------ CPU and decision
+    def evaluate(self, size: int, origin: str) -> SizePoint:
+        if size in self.points:
+            return self.points[size]
+        candidates = self.candidates(size)
+        feasible = [c for c in candidates if not c.error]
+        best = min(feasible, key=lambda c: c.total_s) if feasible else None
+        # one launch: no host step between launches; a result-dependent host program: only the sampled run counts
+        if best is not None and best.launches > 1 and not self.host_depends_on_results(size):
+            best.host_s = self._host_median(best, size)
+        workload = self.workload(size, 1, 1, self.defines, self.spec.seed, **self.params)
+        inputs = workload.inputs()
+        times: dict[str, CpuTime] = {}
+        if self.spec.cpu in ("auto", "numpy"):
+            times["numpy"] = cpu_time(workload, inputs, "numpy", self.spec.repeats)
+        if self.spec.cpu in ("auto", "native"):
+            try:
+                measured = cpu_time(workload, inputs, "native", self.spec.repeats)
+            except ValueError as exc:
+                if self.spec.cpu == "native":
+                    raise OffloadError(str(exc)) from None
+            else:
+                times["native"] = measured
+        chosen = min(times.values(), key=lambda t: t.seconds)
+        point = SizePoint(size, origin, chosen, {k: v.seconds for k, v in times.items()}, best, candidates,
+                          self.spec.min_speedup)
+        self.points[size] = point
+        return point
+
+    def run(self) -> OffloadReport:
+        start = time.perf_counter()
+        spec, kernel = self.spec, self.kernel
+        requested = _size(kernel, spec.size)
+        if spec.sizes:
+            grid = sorted({_size(kernel, s) for s in spec.sizes})
+        else:
+            grid = size_grid(_size(kernel, spec.min_size), max(_size(kernel, spec.max_size), _size(kernel, spec.min_size)),
+                             spec.factor)
+        grid = sorted({*grid, requested})
+        for done, size in enumerate(grid):
+            self.progress("sizes", done, len(grid))
+            self.evaluate(size, "requested" if size == requested else "grid")
+        self.progress("sizes", len(grid), len(grid))
+        flip = None
+        changes = self._changes()
+        if changes:
+            lo, hi = changes[-1]
+            for step in range(spec.bisect_steps):
+                mid = round(math.sqrt(lo * hi))
+                if mid <= lo or mid >= hi:
+                    break
+                self.progress("bisection", step, spec.bisect_steps)
+                point = self.evaluate(mid, "bisection")
+                if point.offload == self.points[lo].offload:
+                    lo = mid
+                else:
+                    hi = mid
+            flip = (lo, hi)
+        points = [self.points[s] for s in sorted(self.points)]
+        dependent = self.host_depends_on_results(min(self.points))
+        notes = self._notes(points)
+        if dependent:
+            notes.insert(0, f"{kernel.name}'s host program depends on what the DPUs return (its launches or "
+                            "transfers change), so predictions on sampled DPUs (more than 2 DPUs) are not reliable")
+        return OffloadReport(kernel.name, self.workload.size_unit, requested, points, self._changes(), flip,
+                             dependent, notes, time.perf_counter() - start)
+
+    def _changes(self) -> list[tuple[int, int]]:
+        sizes = sorted(self.points)
+        return [(a, b) for a, b in pairwise(sizes) if self.points[a].offload != self.points[b].offload]
+
+    def _notes(self, points: list[SizePoint]) -> list[str]:
+        unit = self.workload.size_unit
+        extrapolated = sorted({c.dpus for p in points for c in p.candidates if c.method == "extrapolated"})
+        labels = sorted({p.cpu.label for p in points})
+        notes = [
+            f"CNM kernel time: simulated on the first and last DPU of each partitioning (calibrated DpuConfig "
+            f"{self.config.hash}) where size / DPUs <= {self.spec.share_cap:,} ({unit}); extrapolated under strong "
+            f"scaling (cycles = a + b / DPUs) for larger shares"
+            + (f" (DPU counts {', '.join(map(str, extrapolated))} at some sizes)" if extrapolated else ""),
+            ("CNM transfers: the workload's own transfer calls for that DPU count, priced by the simulator's "
+             "transfer model (modelled); host steps between launches: measured; not counted: input preparation, "
+             "output gathering after the last launch (host_tail_s, a Python-harness copy), program load"),
+            *(f"CPU: {label}" for label in labels),
+        ]
+        if self.spec.cpu == "auto":
+            notes.append("CPU time per size: the faster of native C (where available) and the numpy reference")
+        return notes
+
+
+def decide(spec: OffloadSpec, toolchain: Toolchain | None = None,
+           progress: Callable[[str, int, int], None] | None = None) -> OffloadReport:
+    """The offload decision for spec.kernel at spec.size, with the flip point (see the module docstring)."""
+    return _Decider(spec, toolchain, progress).run()
+
+
+def macro_name(kernel: str) -> str:
+    """CNMTUNE_OFFLOAD_<KERNEL> with every character that is not a letter or digit as '_'."""
+    return "CNMTUNE_OFFLOAD_" + re.sub(r"[^A-Za-z0-9]", "_", kernel).upper()
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def header_text(reports: list[OffloadReport]) -> str:
+    """A C header with each kernel's decision at its requested size and the chosen configuration."""
+    lines = ["/* Generated by `cnmtune offload`: offload decisions for this machine. Do not edit. */",
+             "#ifndef CNMTUNE_OFFLOAD_H", "#define CNMTUNE_OFFLOAD_H", ""]
+    for report in reports:
+        at, name = report.at_size, macro_name(report.kernel)
+        best = at.best
+        lines.append(f"/* {report.kernel} at size {report.requested} ({report.size_unit}): "
+                     + (f"CNM {at.cnm_s * 1e3:.4f} ms predicted on {best.dpus} DPUs x {best.tasklets} tasklets, "
+                        if best else "no feasible CNM configuration, ")
+                     + f"CPU {at.cpu.seconds * 1e3:.4f} ms measured ({at.cpu.implementation}); "
+                     + f"speedup {at.speedup:.3g}x */")
+        lines.append(f"#define {name} {int(at.offload)}")
+        if best:
+            lines.append(f"#define {name}_DPUS {best.dpus}")
+            lines.append(f"#define {name}_TASKLETS {best.tasklets}")
+            lines.append(f"#define {name}_PIPELINE {_c_string(best.pipeline)}")
+        lines.append(f"#define {name}_SIZE {report.requested}")
+        if report.flip:
+            above = next(p.offload for p in report.points if p.size == report.flip[1])
+            lines.append(f"/* the decision flips between sizes {report.flip[0]} and {report.flip[1]}; "
+                         f"from {report.flip[1]} on it is {int(above)} */")
+            lines.append(f"#define {name}_FLIP_SIZE {report.flip[1]}")
+        else:
+            lines.append(f"#define {name}_FLIP_SIZE 0 /* no flip within the swept sizes */")
+        lines.append("")
+    lines.append("#endif /* CNMTUNE_OFFLOAD_H */")
+    return "\n".join(lines) + "\n"

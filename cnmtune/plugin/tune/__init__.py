@@ -1,0 +1,1 @@
+"""The autotuner (`cnmtune tune`) and the tuning cache that cnmtune-cc reads."""

@@ -1,0 +1,36 @@
+"""benchmarks/reproduce_l2p.py in its --quick mode on the small test store: every part runs and reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "reproduce_l2p.py"
+
+
+def test_quick_reproduction_writes_json_pngs_and_a_headline_table(l2p_db, tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--data", str(l2p_db), "--out", str(tmp_path), "--quick", "--fresh",
+         "--pairwise", "va,red"], capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    record = json.loads((tmp_path / "reproduce_l2p.json").read_text())
+    assert record["quick"] and record["kernels"] == ["red", "va"]
+    indist = record["in_distribution"]
+    assert {"global_row", "global_binary", "per_kernel_row", "gbt_row", "gbt_binary", "random_row", "mc_dropout",
+            "int8"} <= set(indist)
+    assert set(indist["per_kernel_row"]["per_kernel"]) == {"red", "va"}
+    assert 0.0 <= indist["mc_dropout"]["runtime"]["coverage90_raw"] <= 1.0
+    transfer = record["transfer"]
+    assert transfer["protocol"] == "leave-one-kernel-out" and set(transfer["per_kernel"]) == {"red", "va"}
+    assert transfer["per_kernel"]["va"]["trained_on"] == ["red"]
+    assert set(transfer["fraction_sweep"]["va"]) == {"0.001", "0.005", "0.01", "0.05", "0.1"}
+    assert len(record["pairwise"]["with_transfer"]) == 2 and record["ablation"]["split"] == "binary"
+    assert record["times_seconds"] and all(Path(p).is_file() for p in record["pngs"])
+    assert {Path(p).name for p in record["pngs"]} >= {"l2p_fig4_per_kernel_row.png", "l2p_fig5_transfer.png",
+                                                      "l2p_fig6_no_transfer.png", "l2p_fig8_9_times.png",
+                                                      "l2p_fraction_sweep.png", "l2p_loo_transfer.png"}
+    assert "headline numbers" in result.stdout and "transfer" in result.stdout

@@ -1,0 +1,87 @@
+"""`cnmtune model train / finetune / evaluate` run as a user runs them, on a real dataset store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cnmtune.costmodel.learn.scorer import Scorer
+
+
+def cnmtune(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cnmtune", "model", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200"}, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def trained_va(l2p_db, tmp_path_factory) -> tuple[Path, dict]:
+    """`model train` on va only (red is left for fine-tuning), a few epochs of the default network."""
+    out = tmp_path_factory.mktemp("model-cli") / "va.onnx"
+    result = cnmtune("train", "--db", str(l2p_db), "--exclude", "red", "-o", str(out), "--epochs", "4",
+                     "--threads", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    return out, json.loads(result.stdout)
+
+
+def test_train_writes_model_checkpoint_and_test_metrics(trained_va):
+    out, record = trained_va
+    assert out.is_file() and out.with_suffix(".pt").is_file() and Path(f"{out.with_suffix('.pt')}.json").is_file()
+    assert record["onnx"] == str(out) and record["epochs_run"] == 4 and record["targets"] == ["runtime", "speedup"]
+    split = record["samples"]
+    assert split["train"] > split["val"] == split["test"] > 0
+    assert set(record["metrics"]) == {"va", "all"} and record["metrics"]["va"]["samples"] == split["test"]
+    scorer = Scorer(out)
+    assert scorer.data_hash == record["data_hash"] and scorer.toolchain["kind"] == "proxy"
+    assert scorer.toolchain["llvm_version"].count(".") == 2
+    assert scorer.metrics["per_kernel"] == record["metrics"]
+    assert scorer.metadata["cnmtune.model_config"]["depth"] == 12  # the CLI trains the paper's network
+
+
+def test_evaluate_prints_a_table_per_kernel(trained_va, l2p_db):
+    result = cnmtune("evaluate", str(trained_va[0]), "--db", str(l2p_db))
+    assert result.returncode == 0, result.stderr
+    for text in ("runtime MAPE %", "runtime R²", "Kendall τ", "top-10 regret %", "va", "red", "all"):
+        assert text in result.stdout, text
+
+
+def test_evaluate_writes_plots(trained_va, l2p_db, tmp_path):
+    result = cnmtune("evaluate", str(trained_va[0]), "--db", str(l2p_db), "--plot", str(tmp_path / "plots"), "--json")
+    assert result.returncode == 0, result.stderr
+    written = [Path(p) for p in json.loads(result.stdout)["plots"]]
+    assert sorted(p.name for p in written) == ["va_kernels.png", "va_runtime.png", "va_speedup.png"]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
+
+
+def test_finetune_from_the_onnx_model_then_evaluate(trained_va, l2p_db, tmp_path):
+    out = tmp_path / "red.onnx"
+    result = cnmtune("finetune", str(trained_va[0]), "--db", str(l2p_db), "--kernel", "red", "--fraction", "0.01",
+                     "--epochs", "3", "--threads", "1", "-o", str(out), "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["base"] == str(trained_va[0].with_suffix(".pt")) and record["tuned_on"] == 8
+    assert record["metrics"]["red"]["samples"] == record["evaluated_on"]
+    assert out.is_file() and out.with_suffix(".pt").is_file()
+    result = cnmtune("evaluate", str(out), "--db", str(l2p_db), "--kernels", "red", "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert set(record["metrics"]) == {"red", "all"}
+    by_config = record["metrics_by_config"]
+    configs = [c for c in by_config if c != "all"]
+    assert configs and all(c.split()[0][0] == "D" and c.split()[1][0] == "T" for c in configs)
+    assert sum(by_config[c]["samples"] for c in configs) == record["metrics"]["red"]["samples"]
+    assert by_config["all"]["runtime_mape"] == pytest.approx(record["metrics"]["red"]["runtime_mape"])
+
+
+def test_user_errors_are_one_line_and_exit_2(l2p_db, tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model at all")
+    result = cnmtune("evaluate", str(bad), "--db", str(l2p_db))
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert "error:" in result.stderr and "not a readable ONNX model" in result.stderr
+    result = cnmtune("train", "--db", str(l2p_db), "-o", str(tmp_path / "m.onnx"), "--targets", "latency")
+    assert result.returncode == 2 and "--targets" in result.stderr

@@ -1,0 +1,193 @@
+"""Dataset generation end to end: real compiles, real simulator runs, real SQLite, real Dask."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cnmtune.costmodel import default_schema
+from cnmtune.plugin.dataset.generate import DatasetSpec, generate, sim_config
+from cnmtune.runtime.executor import DaskExecutor, InlineExecutor
+from cnmtune.store import Status, Store
+
+REPO = Path(__file__).resolve().parents[3]
+
+# The must-show shape: 2 kernels x 20 pipelines x 4 configurations (DPUs {1,2} x tasklets {2,4}).
+KILL_ARGS = ["--kernels", "va,red", "--pipelines", "20", "--dpus", "1,2", "--tasklets", "2,4",
+             "--sizes", "65536"]
+KILL_SPEC = DatasetSpec(kernels=("va", "red"), pipelines=20, dpus=(1, 2), tasklets=(2, 4), sizes=(65536,))
+
+
+def snapshot(db: Path) -> dict[str, list[tuple]]:
+    """Every row that describes the dataset (ids and wall-clock seconds left out)."""
+    with Store(db) as store:
+        compiles = sorted((c.kernel, c.pipeline, c.defines, c.tasklets, c.elf_hash, c.status.value,
+                           c.error, c.iram_bytes) for c in store.compiles())
+        runs = sorted((r.elf_hash, r.dpus, r.tasklets, r.size, r.config_hash, r.status.value, r.cycles,
+                       r.kernel_seconds, r.transfer_seconds, r.verified, r.error) for r in store.runs())
+        training = sorted((t.kernel, t.pipeline, t.dpus, t.tasklets, t.size, t.kernel_seconds, t.speedup)
+                          for t in store.training_view())
+        features = sorted(sqlite3.connect(db).execute("SELECT elf_hash, schema_hash, data FROM features"))
+    return {"compiles": compiles, "runs": runs, "training": training, "features": features}
+
+
+def cnmtune_dataset(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "cnmtune", "dataset", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "COLUMNS": "200"})
+
+
+def count_runs(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+            return conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    except sqlite3.OperationalError:  # not migrated yet
+        return 0
+
+
+def test_killed_generation_resumes_to_the_same_rows(tmp_path, dask_client):
+    address = dask_client.scheduler.address
+    reference = tmp_path / "reference.sqlite"
+    with Store(reference) as store:
+        report = generate(KILL_SPEC, store, DaskExecutor(dask_client))
+    assert report.compiles_done == 2 * 20 * 2 and not report.task_failures
+    expected = snapshot(reference)
+    total_runs = len(expected["runs"])
+    assert total_runs == report.runs_done > 40
+    assert len(expected["training"]) == 2 * 20 * 4  # every (compile, config) pair is a sample
+
+    killed = tmp_path / "killed.sqlite"
+    proc = cnmtune_dataset("generate", *KILL_ARGS, "--db", str(killed), "--scheduler", address)
+    deadline = time.monotonic() + 240
+    while count_runs(killed) < 10 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = count_runs(killed)
+    assert 10 <= partial < total_runs, f"kill landed at {partial} of {total_runs} runs"
+
+    resumed = cnmtune_dataset("generate", *KILL_ARGS, "--db", str(killed), "--scheduler", address, "--json")
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert snapshot(killed) == expected
+    with Store(killed) as store:
+        stats = store.stats()
+    assert stats.generations == 2 and stats.samples == len(expected["training"])
+
+
+@pytest.fixture(scope="module")
+def small_va(tmp_path_factory):
+    """va at 2 x 2 configurations (one of them invalid: 1 tasklet < 2 DPUs), 6 pipelines, inline."""
+    db = tmp_path_factory.mktemp("dataset") / "va.sqlite"
+    spec = DatasetSpec(kernels=("va",), pipelines=6, dpus=(1, 2), tasklets=(1, 2), sizes=("small",))
+    with Store(db) as store:
+        report = generate(spec, store, InlineExecutor())
+    return db, spec, report
+
+
+def test_every_variant_compiled_featured_and_simulated(small_va):
+    db, spec, report = small_va
+    assert report.invalid_points == {"tasklets 1 < DPUs 2 (L2P keeps T >= D)": 1}
+    assert report.compiles_done == 6 * 2 and report.compile_status == {"ok": 12}
+    schema = default_schema()
+    with Store(db) as store:
+        compiles = store.compiles()
+        distinct = {c.elf_hash for c in compiles}
+        assert all(store.features(h, schema.hash) is not None for h in distinct)
+        assert list(store.features(next(iter(distinct)), schema.hash)) == list(schema.names)
+        runs = store.runs()
+        # one run per distinct binary and valid point: T=1 -> D=1; T=2 -> D=1,2
+        points_per_tasklets = {1: 1, 2: 2}
+        binaries = {(c.elf_hash, c.tasklets) for c in compiles}
+        assert len(runs) == sum(points_per_tasklets[t] for _, t in binaries)
+        assert all(r.ok and r.config_hash == sim_config("calibrated").hash for r in runs)
+        train = store.training_view()
+    assert len(train) == 6 * 3 and report.sample_points == 18
+    assert report.dedup_fraction == pytest.approx(1 - len(runs) / 18)
+    baseline = [t for t in train if t.pipeline == "O0" and t.dpus == 1 and t.tasklets == 1]
+    assert len(baseline) == 1 and baseline[0].speedup == pytest.approx(1.0)
+    o2 = next(t for t in train if t.pipeline == "O2" and t.dpus == 2 and t.tasklets == 2)
+    assert o2.speedup > 2.0  # 2 DPUs, 2 tasklets and O2 beat 1 DPU, 1 tasklet, O0
+
+
+def test_rerun_skips_everything_recorded(small_va):
+    db, spec, _ = small_va
+    before = snapshot(db)
+    with Store(db) as store:
+        report = generate(spec, store, InlineExecutor())
+    assert (report.compiles_planned, report.runs_planned) == (0, 0)
+    assert snapshot(db) == before
+
+
+def test_timeouts_recorded_excluded_and_retried(tmp_path):
+    db = tmp_path / "budget.sqlite"
+    tight = DatasetSpec(kernels=("va",), pipelines=2, dpus=(1,), tasklets=(2,), sizes=("small",), budget=500)
+    with Store(db) as store:
+        report = generate(tight, store, InlineExecutor())
+        assert report.run_status == {"timeout": 2}
+        assert {r.status for r in store.runs()} == {Status.TIMEOUT}
+        assert "500" in store.runs()[0].error
+        assert store.training_view() == []
+        assert generate(tight, store, InlineExecutor()).runs_planned == 0  # a failure is done
+        roomy = DatasetSpec(**{**tight.to_dict(), "budget": 10**9, "retry_failed": True})
+        assert generate(roomy, store, InlineExecutor()).run_status == {"ok": 2}
+        assert len(store.training_view()) == 2
+
+
+def test_broken_kernel_records_compile_errors(tmp_path):
+    root = tmp_path / "va_broken"
+    shutil.copytree(REPO / "benchmarks" / "prim" / "va", root)
+    source = next((root / "dpu").glob("*.c"))
+    source.write_text(source.read_text() + "\nthis is not C;\n")
+    db = tmp_path / "broken.sqlite"
+    spec = DatasetSpec(kernels=(str(root),), pipelines=3, dpus=(1,), tasklets=(1, 2), sizes=("small",))
+    with Store(db) as store:
+        report = generate(spec, store, InlineExecutor())
+        compiles = store.compiles()
+    assert report.compile_status == {"compile_error": 6} and report.runs_planned == 0
+    assert all("this is not C" in c.error or "error:" in c.error for c in compiles)
+    assert all(c.elf_hash is None for c in compiles)
+
+
+def test_cli_stats_and_export(small_va, tmp_path):
+    db, _, _ = small_va
+    env = {**os.environ, "COLUMNS": "200"}
+    stats = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "stats", str(db)],
+                           capture_output=True, text=True, env=env, timeout=120)
+    assert stats.returncode == 0, stats.stderr
+    for label in ("duplicate-binary ratio", "samples per second", "run outcomes", "va"):
+        assert label in stats.stdout
+    out = tmp_path / "va.parquet"
+    export = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "export", str(db), str(out)],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert export.returncode == 0, export.stderr
+    import pyarrow.parquet
+
+    table = pyarrow.parquet.read_table(out)
+    assert table.num_rows == 18 and "speedup" in table.column_names
+    assert table.schema.metadata[b"cnmtune.feature_schema_hash"] == default_schema().hash.encode()
+    assert sum(name.startswith("f.") for name in table.column_names) == len(default_schema())
+    missing = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "stats", str(tmp_path / "no.sqlite")],
+                             capture_output=True, text=True, env=env, timeout=120)
+    assert missing.returncode == 2 and "no store at" in missing.stderr
+
+
+def test_cli_generate_prints_a_report_with_skipped_rules(tmp_path):
+    db = tmp_path / "cli.sqlite"
+    result = subprocess.run(
+        [sys.executable, "-m", "cnmtune", "dataset", "generate", "--kernels", "va", "--pipelines", "2",
+         "--dpus", "1,2,4", "--tasklets", "1,2", "--sizes", "small", "--db", str(db), "--workers", "1"],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "tasklets N < DPUs N (L2P keeps T >= D): 3" in result.stdout
+    assert "simulations (new / planned)" in result.stdout and "ok: 4" in result.stdout
