@@ -1,5 +1,5 @@
 """`python -m cnmtune` runs the cnmtune command line."""
 
-from cnmtune.plugin.cli.main import main
+from cnmtune.plugin.cli import main
 
 main()

@@ -1,5 +1,5 @@
 """The `cnmtune` command line."""
 
-from cnmtune.plugin.cli.main import app, main
+from cnmtune.plugin.cli.app import app, main
 
 __all__ = ["app", "main"]

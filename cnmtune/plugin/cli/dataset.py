@@ -12,7 +12,8 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
-from cnmtune.plugin.dataset.generate import DatasetSpec, GenerationReport, generate, parse_sizes
+from cnmtune.plugin.dataset.generate import DatasetSpec, GenerationReport, generate
+from cnmtune.plugin.cli.options import int_list, size_value
 from cnmtune.plugin.cli.output import console, emit_json, err_console
 from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import expand_kernels
@@ -21,10 +22,6 @@ from cnmtune.store import Store, StoreStats
 
 dataset_app = typer.Typer(help="Generate, inspect and export L2P-style training datasets.",
                           no_args_is_help=True)
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split(",") if x.strip())
 
 
 class _RateColumn(ProgressColumn):
@@ -55,8 +52,8 @@ def generate_command(
     """Compile every pipeline x tasklet count, simulate every distinct binary on the grid (resumable)."""
     spec = DatasetSpec(
         kernels=tuple(expand_kernels([k.strip() for k in kernels.split(",") if k.strip()])), pipelines=pipelines,
-        seed=seed, length=length or None, dpus=_ints(dpus), tasklets=_ints(tasklets),
-        sizes=parse_sizes(s.strip() for s in sizes.split(",") if s.strip()), sim_config=sim_config,
+        seed=seed, length=length or None, dpus=int_list(dpus, "dpus"), tasklets=int_list(tasklets, "tasklets"),
+        sizes=tuple(size_value(s) for s in sizes.split(",") if s.strip()), sim_config=sim_config,
         budget=budget, retry_failed=retry_failed)
     with Store(db) as store, make_executor(workers, scheduler) as executor:
         columns = (TextColumn("{task.description:9}"), BarColumn(), MofNCompleteColumn(),

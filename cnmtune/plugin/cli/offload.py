@@ -26,22 +26,8 @@ from cnmtune.plugin.offload.decide import (
     decide,
     header_text,
 )
+from cnmtune.plugin.cli.options import int_list, parse_defines, size_value
 from cnmtune.plugin.cli.output import console, emit_json, err_console
-
-
-def _ints(text: str, what: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise OffloadError(f"--{what}: {text!r} is not a comma-separated list of integers") from None
-    if not values or min(values) < 1:
-        raise OffloadError(f"--{what}: give positive integers")
-    return values
-
-
-def _size_item(text: str) -> int | str:
-    text = text.strip()
-    return int(text) if text.isdigit() else text
 
 
 def offload_command(
@@ -69,9 +55,6 @@ def offload_command(
 ) -> None:
     """Decide CPU vs CNM: predicted DPU end-to-end time (best DPUs x tasklets) against the measured CPU
     time of the same computation, per size, with the size at which the decision flips."""
-    from cnmtune.plugin.cli.main import (
-        parse_defines,  # imported late: cli imports this module
-    )
 
     if cpu not in ("auto", "native", "numpy"):
         raise OffloadError(f"unknown --cpu {cpu!r}; choose auto, native or numpy")
@@ -89,10 +72,11 @@ def offload_command(
                     tasks[phase] = bar.add_task(f"{name}: {phase}", total=total)
                 bar.update(tasks[phase], completed=done, total=total)
 
-            spec = OffloadSpec(kernel=name, size=_size_item(size),
-                               sizes=tuple(_size_item(s) for s in sizes.split(",") if s.strip()) if sizes else None,
-                               min_size=_size_item(min_size), max_size=_size_item(max_size), factor=factor,
-                               dpus=_ints(dpus, "dpus"), tasklets=_ints(tasklets, "tasklets"), pipeline=pipeline,
+            spec = OffloadSpec(kernel=name, size=size_value(size),
+                               sizes=tuple(size_value(s) for s in sizes.split(",") if s.strip()) if sizes else None,
+                               min_size=size_value(min_size), max_size=size_value(max_size), factor=factor,
+                               dpus=int_list(dpus, "dpus", OffloadError),
+                               tasklets=int_list(tasklets, "tasklets", OffloadError), pipeline=pipeline,
                                defines=defines, cpu=cpu, repeats=repeats, min_speedup=min_speedup,
                                bisect_steps=bisect, share_cap=share_cap)
             reports.append(decide(spec, progress=progress))

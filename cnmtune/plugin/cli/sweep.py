@@ -26,20 +26,13 @@ from cnmtune.plugin.sweep.design import (
     parameter_help,
     parse_param,
 )
+from cnmtune.plugin.cli.options import kernel_size, parse_defines
 from cnmtune.plugin.cli.output import console, emit_json, err_console
 from cnmtune.plugin.sweep.evaluate import KernelSweep, sweep_trace_set
 from cnmtune.runtime.sim.traces import MANIFEST, TraceSet, load_trace_set, obtain_trace_set
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
-
-
-def _defines(items: list[str]) -> dict:
-    from cnmtune.plugin.cli.main import (
-        parse_defines,  # the CLI's own -D parser (imported late: cli imports us)
-    )
-
-    return parse_defines(items)
 
 
 def sweep_command(
@@ -117,8 +110,8 @@ def _trace_set(item: str, pipeline: str, tasklets: int | None, define: list[str]
     if (Path(item) / MANIFEST).is_file():  # an existing recorded run
         return load_trace_set(Path(item)), False
     kernel = find_kernel(item)
-    variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, _defines(define))
-    problem = int(size) if size.isdigit() else kernel.workload.preset(size)
+    variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, parse_defines(define))
+    problem = kernel_size(kernel, size)
     return obtain_trace_set(variant, dpus, problem, seed, None, base, root, toolchain, rerecord)
 
 

@@ -9,14 +9,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cnmtune.plugin.cli.options import int_list, size_value
 from cnmtune.plugin.cli.output import console, emit_json, err_console
 from cnmtune.plugin.tune.tuner import Candidate, TuneReport, TuneSpec, tune
 from cnmtune.runtime.executor import make_executor
 from cnmtune.store import Store
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split(",") if x.strip())
 
 
 def tune_command(
@@ -43,8 +40,9 @@ def tune_command(
                               help="record the choice in the tuning cache, for cnmtune-cc (default: save)"),
 ) -> None:
     """Tune a kernel: compile pipelines x configs, score all statically, run the top-k, pick the best."""
-    spec = TuneSpec(kernel=kernel, size=int(size) if size.isdigit() else size, pipelines=pipelines, seed=seed,
-                    dpus=_ints(dpus), tasklets=_ints(tasklets), top_k=top_k, model=str(model) if model else None,
+    spec = TuneSpec(kernel=kernel, size=size_value(size), pipelines=pipelines, seed=seed,
+                    dpus=int_list(dpus, "dpus"), tasklets=int_list(tasklets, "tasklets"), top_k=top_k,
+                    model=str(model) if model else None,
                     exhaustive=exhaustive, budget_s=budget_s, device=device,
                     sdk_dir=str(sdk_dir) if sdk_dir else None, finetune_samples=finetune_samples)
     store = Store(db) if db is not None else None

@@ -368,8 +368,3 @@ def generate(spec: DatasetSpec, store: Store, executor: Executor,
     simulate total grows as new distinct binaries appear).
     """
     return _Coordinator(spec, store, executor, progress, commit_seconds).run()
-
-
-def parse_sizes(items: Iterable[str]) -> tuple[int | str, ...]:
-    """'default,4096' -> ('default', 4096): preset names stay names, numbers become ints."""
-    return tuple(int(s) if s.isdigit() else s for s in items)

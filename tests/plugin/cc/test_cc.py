@@ -337,7 +337,7 @@ def test_tune_on_a_miss_needs_a_model_or_a_workload(run_cc, tmp_path):
 def test_cnmtune_tune_saves_into_the_tuning_cache(cache_dir, random_model, monkeypatch):
     from typer.testing import CliRunner
 
-    from cnmtune.plugin.cli.main import app
+    from cnmtune.plugin.cli import app
 
     monkeypatch.setenv("CNMTUNE_CACHE_DIR", str(cache_dir))
     base = ["tune", "va", "--size", "small", "--pipelines", "4", "--dpus", "1", "--tasklets", "8", "--top-k", "2",

@@ -1,0 +1,125 @@
+"""`cnmtune compile`, `features` and `compare`: build a kernel variant and read its static features."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from cnmtune.atomic import atomic_write
+from cnmtune.errors import CnmtuneError
+from cnmtune.passes import Pipeline, random_pipeline
+from cnmtune.plugin.cli.options import parse_defines
+from cnmtune.plugin.cli.output import console, emit_json
+from cnmtune.plugin.compare import SUMMARY_ROWS, comparison_record, comparison_table, compile_all, plot_histograms
+from cnmtune.runtime.registry import find_kernel
+from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+
+
+def compile_command(
+    kernel_dir: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
+    output: Path = typer.Option(..., "-o", "--output", help="where to write the linked ELF"),
+    pipeline: str = typer.Option("O2", "--pipeline", "-p", help="O0..O3, Os, Oz or 'pass,pass,...'"),
+    tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
+    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of a table"),
+) -> None:
+    """Compile a kernel for the DPU proxy and write the ELF."""
+    variant = Variant.of(find_kernel(kernel_dir), Pipeline.parse(pipeline), tasklets, parse_defines(define))
+    binary = ProxyToolchain().compile(variant)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(binary.elf_path, output)
+    memory = binary.memory
+    record = {
+        "variant": variant.label, "elf": str(output), "elf_hash": binary.elf_hash,
+        "toolchain": binary.toolchain, "seconds": round(binary.seconds, 4), "cached": binary.cached,
+        "iram_instructions": memory.iram_instructions, "kernel_instructions": memory.kernel_instructions,
+        "runtime_instructions": memory.runtime_instructions, "softlib_instructions": memory.softlib_instructions,
+        "wram_static_bytes": memory.wram_static_bytes, "mram_static_bytes": memory.mram_static_bytes,
+    }
+    if as_json:
+        emit_json(record)
+        return
+    table = Table(title=f"compiled {variant.label}", show_header=False)
+    for key, value in record.items():
+        table.add_row(key, str(value))
+    console.print(table)
+
+
+def features_command(
+    elf: Path = typer.Argument(..., help="a linked DPU-proxy ELF (from `cnmtune compile`) or a real UPMEM DPU ELF"),
+    as_json: bool = typer.Option(False, "--json", help="print the full feature record as JSON"),
+    underlying: bool = typer.Option(False, "--underlying",
+                                    help="DPU ELFs: count shorthands (move, jeq, jump, ...) as the operation they encode"),
+) -> None:
+    """Static features of an ELF: opcode histogram, runtime calls, loops, footprints."""
+    from cnmtune.costmodel import extract_features
+    from cnmtune.costmodel.analysis.schema import schema_for
+
+    found = extract_features(elf, shorthands=not underlying)
+    schema = schema_for(found.schema_version, found.loop_weight)
+    if as_json:
+        record = found.to_dict()
+        record["feature_schema"] = {"version": schema.version, "hash": schema.hash, "columns": len(schema)}
+        emit_json(record)
+        return
+    summary = Table(title=f"{elf.name}: {found.machine}, schema {schema.version} ({schema.hash})", show_header=False)
+    for label, attr in SUMMARY_ROWS:
+        summary.add_row(label, str(getattr(found, attr)))
+    console.print(summary)
+    calls = Table(title="runtime calls from kernel code")
+    calls.add_column("callee")
+    calls.add_column("sites", justify="right")
+    calls.add_column("loop-weighted", justify="right")
+    for callee, count in sorted(found.kernel_calls.items(), key=lambda kv: -kv[1]):
+        calls.add_row(callee, str(count), f"{found.weighted_kernel_calls.get(callee, 0):.0f}")
+    console.print(calls)
+    histogram = Table(title="kernel opcode histogram")
+    for column in ("mnemonic", "count", "loop-weighted", "whole program"):
+        histogram.add_column(column, justify="right" if column != "mnemonic" else "left")
+    for mnemonic, count in sorted(found.kernel_histogram.items(), key=lambda kv: -kv[1]):
+        histogram.add_row(mnemonic, str(count), f"{found.weighted_kernel_histogram.get(mnemonic, 0):.0f}",
+                          str(found.histogram.get(mnemonic, 0)))
+    console.print(histogram)
+
+
+def compare_command(
+    kernel_dir: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
+    pipeline: list[str] = typer.Option([], "--pipeline", "-p", help="pipeline to compare, repeatable"),
+    random: int = typer.Option(0, "--random", help="also compare N seeded random pipelines"),
+    random_length: int = typer.Option(10, "--random-length", help="passes per random pipeline"),
+    seed: int = typer.Option(0, "--seed", help="seed of the first random pipeline"),
+    tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
+    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="write a PNG bar chart of the histograms"),
+    json_out: Optional[Path] = typer.Option(None, "--json-out", help="write the records as JSON here"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+) -> None:
+    """Compile one kernel under several pipelines and compare their static features."""
+    pipelines = [Pipeline.parse(text) for text in pipeline]
+    pipelines += [random_pipeline(random_length, seed=seed + k) for k in range(random)]
+    if not pipelines:
+        raise CnmtuneError("nothing to compare: give --pipeline P (repeatable) and/or --random N")
+    kernel = find_kernel(kernel_dir)
+    defines = parse_defines(define)
+    variants = [Variant.of(kernel, p, tasklets, defines) for p in pipelines]
+    compiled = compile_all(ProxyToolchain(), variants)
+    records = comparison_record(compiled)
+    if json_out:
+        atomic_write(json_out, (json.dumps(records, indent=2, sort_keys=True) + "\n").encode())
+    if plot:
+        plot_histograms(compiled, plot)
+    if as_json:
+        emit_json(records)
+        return
+    console.print(comparison_table(compiled))
+    for item in compiled:
+        console.print(f"  {item.binary.variant.label}: {item.binary.elf_hash[:16]}  "
+                      f"{'cached' if item.binary.cached else 'compiled'} in {item.binary.seconds * 1000:.0f} ms",
+                      highlight=False, markup=False)
+    for path in (p for p in (plot, json_out) if p):
+        console.print(f"wrote {path}", highlight=False, markup=False)

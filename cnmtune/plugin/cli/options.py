@@ -1,0 +1,41 @@
+"""Option values every command parses the same way: defines, integer lists, sizes."""
+
+from __future__ import annotations
+
+from cnmtune.errors import CnmtuneError
+from cnmtune.runtime.kernel import Kernel
+from cnmtune.runtime.workload import DefineValue
+
+
+def parse_defines(items: list[str]) -> dict[str, DefineValue]:
+    """Turn ['BL=10', 'INT32'] into {'BL': 10, 'INT32': None}."""
+    defines: dict[str, DefineValue] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not key.isidentifier():
+            raise CnmtuneError(f"malformed define {item!r}; use -D NAME or -D NAME=VALUE")
+        defines[key] = (int(value) if value.lstrip("-").isdigit() else value) if sep else None
+    return defines
+
+
+def int_list(text: str, option: str, error: type[CnmtuneError] = CnmtuneError) -> tuple[int, ...]:
+    """'1,2,4' -> (1, 2, 4); anything else is one `error` naming `--option`."""
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise error(f"--{option}: {text!r} is not a comma-separated list of integers") from None
+    if not values or min(values) < 1:
+        raise error(f"--{option}: give positive integers")
+    return values
+
+
+def size_value(text: str) -> int | str:
+    """A problem size as given: a number, or a preset name (small, default, large) kept as a name."""
+    text = text.strip()
+    return int(text) if text.isdigit() else text
+
+
+def kernel_size(kernel: Kernel, text: str) -> int:
+    """A problem size of `kernel`: a number, or one of its presets resolved."""
+    value = size_value(text)
+    return value if isinstance(value, int) else kernel.workload.preset(value)

@@ -1,0 +1,85 @@
+"""`cnmtune run`: compile one variant, run it on a device, verify it, report its times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from cnmtune.errors import CnmtuneError
+from cnmtune.passes import Pipeline
+from cnmtune.plugin.cli.options import kernel_size, parse_defines
+from cnmtune.plugin.cli.output import console, emit_json
+from cnmtune.runtime.registry import find_kernel
+from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+
+
+def run_command(
+    kernel_dir: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
+    pipeline: str = typer.Option("O2", "--pipeline", "-p", help="O0..O3, Os, Oz or 'pass,pass,...'"),
+    tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
+    dpus: int = typer.Option(1, "--dpus", "-d", help="number of DPUs"),
+    size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),
+    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    param: list[str] = typer.Option([], "--param", help="workload parameter NAME=VALUE, repeatable"),
+    seed: int = typer.Option(0, "--seed", help="input generator seed"),
+    device: str = typer.Option("sim", "--device",
+                               help="sim (cnmtune's simulator), upmem-sim (UPMEM SDK simulator) or upmem-hw"),
+    sdk_dir: Optional[Path] = typer.Option(None, "--sdk-dir", help="UPMEM SDK directory (upmem-* devices)"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of tables"),
+) -> None:
+    """Compile, run on a device (default: the embedded DPU simulator), verify against numpy, report."""
+    from cnmtune.runtime.execute import run_binary, run_on_device
+
+    if device not in ("sim", "upmem-sim", "upmem-hw"):
+        raise CnmtuneError(f"unknown device {device!r}; choose sim, upmem-sim or upmem-hw")
+    kernel = find_kernel(kernel_dir)
+    params = dict(kernel.workload.parse_param(p) for p in param)
+    variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, parse_defines(define))
+    if device == "sim":
+        binary = ProxyToolchain().compile(variant)
+        result = run_binary(binary, dpus, kernel_size(kernel, size), seed=seed, params=params)
+    else:
+        from cnmtune.runtime.toolchain import UpmemToolchain
+        from cnmtune.runtime.upmem import UpmemDevice, UpmemSdk
+
+        sdk = UpmemSdk.find(sdk_dir)
+        binary = UpmemToolchain(sdk).compile(variant)
+        with UpmemDevice(dpus, "hw" if device == "upmem-hw" else "simulator", sdk=sdk) as target:
+            result = run_on_device(binary, target, kernel_size(kernel, size), seed=seed, params=params)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    where = f"{dpus} simulated DPU(s)" if device == "sim" else f"{dpus} DPU(s) of {device}"
+    summary = Table(title=f"{result.variant} on {where}, size {result.size:,}: verified", show_header=False)
+    rows = [
+        ("kernel time (ms)", f"{result.kernel_s * 1e3:.4f}  ({result.launches} launch(es))"),
+        ("CPU->DPU transfers (ms)", f"{result.host_to_dpu_s * 1e3:.4f}"),
+        ("DPU->CPU transfers (ms)", f"{result.dpu_to_host_s * 1e3:.4f}"),
+    ]
+    if device == "sim":  # the UPMEM SDK measures times only; cnmtune's simulator also counts
+        rows += [
+            ("cycles (slowest DPU)", f"{result.cycles:,}"),
+            ("DPU instructions (issue slots)", f"{result.slots:,.0f}"),
+            ("proxy rv32i instructions", f"{result.instructions:,}"),
+            ("IPC (slowest DPU)", f"{result.ipc:.3f}"),
+            ("DMA MRAM->WRAM / WRAM->MRAM (B)", f"{result.dma_read_bytes:,} / {result.dma_write_bytes:,}"),
+            ("slots in runtime routines", f"{100 * result.routine_slots / max(result.slots, 1):.1f} %"),
+        ]
+    rows.append(("simulation wall time (s)" if device == "sim" else "run wall time (s)", f"{result.wall_s:.2f}"))
+    for label, value in rows:
+        summary.add_row(label, value)
+    console.print(summary)
+    if result.tasklets:
+        tasklet_table = Table(title="tasklets of the slowest DPU (cycles)")
+        for column in ("tasklet", "issuing", "DMA wait", "sync wait", "instructions"):
+            tasklet_table.add_column(column, justify="right")
+        for t in result.tasklets:
+            tasklet_table.add_row(str(t.tasklet), f"{t.issue_cycles:,.0f}", f"{t.dma_wait_cycles:,.0f}",
+                                  f"{t.sync_wait_cycles:,.0f}", f"{t.slots:,.0f}")
+        console.print(tasklet_table)
+    if result.log:
+        console.print("DPU 0 printed:", highlight=False, markup=False)
+        console.print(result.log, highlight=False, markup=False, end="")
