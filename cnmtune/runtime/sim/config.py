@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, fields, replace
 
-from cnmtune.runtime.sim.interpreter import RoutineKind
+from cnmtune.runtime.sim.routines import RoutineKind
 
 
 @dataclass(frozen=True)

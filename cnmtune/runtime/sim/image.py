@@ -26,7 +26,7 @@ from elftools.elf.elffile import ELFFile
 from cnmtune.dpu.memory_map import IRAM_BASE, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
 from cnmtune.errors import ElfError
 from cnmtune.runtime.sim.config import DpuConfig
-from cnmtune.runtime.sim.interpreter import NativeOp
+from cnmtune.runtime.sim.routines import NativeOp
 from cnmtune.runtime.sim.program import DecodedProgram, decode_program
 
 # compiler_rt routines the interpreter can execute natively when they are table-charged.

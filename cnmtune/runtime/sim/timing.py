@@ -127,14 +127,12 @@ class DpuTimeline:
     def run(self) -> DpuTiming:
         """Boot tasklet 0, run until every booted tasklet has stopped, return the timing.
 
-        The loop inlines the per-event work of the common cases (ending a segment or a wait,
-        issuing a DMA, resuming a tasklet: _leave, _to_ready, _dma, _resume); other actions go
-        through _act. `now` and `virtual` only change here, so their local copies stay valid
-        while the methods it calls read self.now and self.virtual.
+        The loop inlines the per-event work of the common cases (_leave, _to_ready, _dma, _resume:
+        the hot path); other actions go through _act. `now` and `virtual` only change here, so
+        their local copies stay valid while the methods it calls read self.now and self.virtual.
         """
         self._resume(0, None)
-        cfg = self.config
-        period = cfg.revolver_period
+        cfg, period = self.config, self.config.revolver_period
         beta, overhead, read_alpha, write_alpha = cfg.dma_beta, cfg.dma_engine_overhead, cfg.dma_read_alpha, \
             cfg.dma_write_alpha
         run_heap, wake_heap, ready = self._run_heap, self._wake_heap, self._ready
@@ -158,12 +156,9 @@ class DpuTimeline:
                         state[t] = _DMA
                         since[t] = now
                         self._seq = seq = self._seq + 1
-                        if action == _DMA_READ:
-                            heappush(wake_heap, (start + read_alpha + beta * nbytes, seq, t))
-                            self.dma_bytes[0] += nbytes
-                        else:
-                            heappush(wake_heap, (start + write_alpha + beta * nbytes, seq, t))
-                            self.dma_bytes[1] += nbytes
+                        read = action == _DMA_READ
+                        heappush(wake_heap, (start + (read_alpha if read else write_alpha) + beta * nbytes, seq, t))
+                        self.dma_bytes[0 if read else 1] += nbytes
                         self.dma_transfers += 1
                         pending_of[t] = _NEXT
                     else:
@@ -188,13 +183,9 @@ class DpuTimeline:
                         heappush(run_heap, (virtual + slots, seq, t))
                 else:  # _MRAM
                     pending_of[t] = _ACT
-                    self._dma(t, seg.mram_accesses * cfg.mram_direct_access_bytes,
-                              cfg.dma_read_alpha * seg.mram_accesses, 0)
+                    self._dma(t, seg.mram_accesses * cfg.mram_direct_access_bytes, read_alpha * seg.mram_accesses, 0)
             if not run_heap and not wake_heap:
-                blocked = [t for t in range(MAX_TASKLETS) if state[t] == _SYNC]
-                if blocked:
-                    raise Deadlock(self._deadlock_message(blocked))
-                break
+                return self._finish()
             running = self._running
             rate = 1.0 / (running if running > period else period)  # noqa: FURB136 (1 / max(period, running))
             t_run = now + (run_heap[0][0] - virtual) / rate if run_heap else inf
@@ -233,10 +224,13 @@ class DpuTimeline:
                 since[t] = now
                 state[t] = _READY
                 ready.append(t)
-        for t in range(MAX_TASKLETS):
-            if state[t] == _SYNC:
-                self._leave(t)
-        cycles = math.ceil(self.now + cfg.pipeline_depth) if self.now else 0
+
+    def _finish(self) -> DpuTiming:
+        """The DPU's timing once nothing runs or waits on a timer; tasklets still blocked are a deadlock."""
+        blocked = [t for t in range(MAX_TASKLETS) if self.state[t] == _SYNC]
+        if blocked:
+            raise Deadlock(self._deadlock_message(blocked))
+        cycles = math.ceil(self.now + self.config.pipeline_depth) if self.now else 0
         return DpuTiming(cycles, np.array(self.issue, dtype=np.float64), np.array(self.dma_wait, dtype=np.float64),
                          np.array(self.sync_wait, dtype=np.float64), np.array(self.slots, dtype=np.float64),
                          np.array(self.instructions, dtype=np.int64), self.dma_bytes[0], self.dma_bytes[1],

@@ -31,7 +31,7 @@ from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig, RoutineCost
 from cnmtune.runtime.sim.device import SimDevice, Transfer
-from cnmtune.runtime.sim.interpreter import RoutineKind
+from cnmtune.runtime.sim.routines import RoutineKind
 from cnmtune.runtime.sim.trace import Trace
 from cnmtune.runtime.toolchain import Binary, ProxyToolchain, Toolchain, Variant
 from cnmtune.runtime.toolchain.cache import content_key, default_cache_dir

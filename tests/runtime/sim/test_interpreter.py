@@ -7,8 +7,8 @@ import pytest
 from sim_asm import assemble, to_bytes
 from sim_va import load_elf, run_one_tasklet, setup_va, va_result
 
-from cnmtune.runtime.sim.interpreter import (
-    DpuState, EventKind, FaultKind, Interpreter, RoutineKind, routine_param)
+from cnmtune.runtime.sim.interpreter import DpuState, EventKind, FaultKind, Interpreter
+from cnmtune.runtime.sim.routines import RoutineKind, routine_param
 from cnmtune.runtime.sim.program import Op, decode_program
 from cnmtune.runtime.toolchain import Variant
 

@@ -14,8 +14,8 @@ import cnmtune.runtime.sim.image as image_module
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice
 from cnmtune.runtime.sim.image import NATIVE_OPS, ProgramImage
-from cnmtune.runtime.sim.interpreter import (
-    NATIVE_STACK_MARGIN, DpuState, EventKind, FaultKind, Interpreter, NativeOp, native_call)
+from cnmtune.runtime.sim.interpreter import DpuState, EventKind, FaultKind, Interpreter
+from cnmtune.runtime.sim.routines import NATIVE_STACK_MARGIN, NativeOp, native_call
 from cnmtune.runtime.sim.program import Op, decode_program
 from cnmtune.runtime.toolchain import Variant
 
