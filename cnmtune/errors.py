@@ -133,3 +133,7 @@ class SweepError(CnmtuneError):
 
 class OffloadError(CnmtuneError):
     """An offload decision that cannot be made as asked (no feasible configuration, bad size grid)."""
+
+
+class MissingExtra(CnmtuneError):
+    """An optional dependency is not installed; the message names the extra that brings it."""

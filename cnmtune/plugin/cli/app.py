@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 
 from cnmtune.errors import CnmtuneError
+from cnmtune.extras import missing_extra
 from cnmtune.plugin.cli.build import compare_command, compile_command, features_command
 from cnmtune.plugin.cli.catalog import kernels_command, passes_command
 from cnmtune.plugin.cli.dataset import dataset_app
@@ -33,9 +34,19 @@ for name, command in (("tune", tune_command), ("sweep", sweep_command), ("offloa
 
 
 def main() -> None:
-    """Console-script entry: user errors become one line on stderr and exit code 2."""
+    """Console-script entry: user errors, and a missing optional extra, become one line on stderr
+    and the error's exit code (2)."""
     try:
         app()
     except CnmtuneError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
+        _fail(exc)
+    except ModuleNotFoundError as exc:
+        error = missing_extra(exc)
+        if error is None:
+            raise
+        _fail(error)
+
+
+def _fail(error: CnmtuneError) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+    sys.exit(error.exit_code)
