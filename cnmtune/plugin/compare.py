@@ -57,7 +57,7 @@ def comparison_table(compiled: list[CompiledVariant]) -> Table:
     for item in compiled:
         table.add_column(_short(item.pipeline), justify="right")
     for label, attr in SUMMARY_ROWS:
-        table.add_row(label, *(str(getattr(item.features, attr)) for item in compiled))
+        table.add_row(label, *(str(item.features.scalar(attr)) for item in compiled))
     callees = sorted({c for item in compiled for c in item.features.kernel_calls})
     table.add_section()
     for callee in callees:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
-from cnmtune.costmodel.analysis.rv32_program import Program, disassemble
+from cnmtune.costmodel.analysis.rv32_program import Program, decode_rv32
 from cnmtune.costmodel.analysis.elf import ElfImage, FunctionSymbol
 
 BASE = 0x80000000
@@ -87,4 +87,4 @@ def program(words: list[int], functions: list[tuple[str, int, int]] | None = Non
                           for address, w in (data or {}).items()),
         functions=tuple(FunctionSymbol(n, BASE + 4 * first, 4 * count)
                         for n, first, count in spans))
-    return disassemble(image)
+    return decode_rv32(image)

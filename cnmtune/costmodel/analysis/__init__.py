@@ -1,6 +1,12 @@
 """Static analysis of linked ELFs: what the cost model reads instead of running a program.
 
-ELF readers, the two ISA front-ends (the rv32 proxy and the real DPU), CFG and loops, call
-sites, memory footprints, and the feature vector definition (FeatureSchema) that both
-front-ends fill.
+- elf: ELF readers for proxy and real DPU ELFs
+- program: code regions and functions, shared by both front-ends
+- rv32_isa, rv32_program: the rv32 proxy front-end (capstone)
+- dpu_isa, dpu_program: the real DPU front-end (cnmtune's own decoder and its self-checks)
+- cfg, calls, callgraph: CFGs and natural loops, call sites, loop weights across kernel calls
+- footprint: static WRAM/MRAM use and the tasklet configuration
+- frontend: the decoded-program interface and the two front-ends behind it
+- features: ONE features_of(program) for both ISAs, and extract_features(elf)
+- schema: the feature vector's columns (FeatureSchema) for proxy and DPU features
 """

@@ -17,10 +17,11 @@ import networkx as nx
 import numpy as np
 
 from cnmtune.costmodel.analysis.calls import CallSite
-from cnmtune.costmodel.analysis.rv32_program import KERNEL, Program
+from cnmtune.costmodel.analysis.frontend import DecodedProgram
+from cnmtune.costmodel.analysis.program import KERNEL
 
 
-def inlined_weights(program: Program, sites: list[CallSite], depth: np.ndarray,
+def inlined_weights(program: DecodedProgram, sites: list[CallSite], depth: np.ndarray,
                     loop_weight: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-instruction loop weight and loop depth, including the depth of kernel callers."""
     n = len(program.functions)

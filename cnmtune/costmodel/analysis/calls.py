@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, function_cfg
-from cnmtune.costmodel.analysis.rv32_program import Function, Program
+from cnmtune.costmodel.analysis.program import Function
+from cnmtune.costmodel.analysis.rv32_program import Program
 from cnmtune.costmodel.analysis.rv32_isa import OP_JAL, OP_JALR
 
 UNKNOWN_SERVICE = "UNKNOWN"

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from cnmtune.costmodel.analysis.rv32_program import Function, Program
+from cnmtune.costmodel.analysis.program import Function
+from cnmtune.costmodel.analysis.rv32_program import Program
 from cnmtune.costmodel.analysis.rv32_isa import OP_BRANCH, OP_JAL, OP_JALR
 
 _CACHE_SIZE = 8192

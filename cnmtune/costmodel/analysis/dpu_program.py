@@ -46,7 +46,7 @@ import numpy as np
 
 from cnmtune.costmodel.analysis.calls import CallSite
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, cfg_from_transfers
-from cnmtune.costmodel.analysis.rv32_program import KERNEL, RUNTIME, SOFTLIB, Function, function_spans
+from cnmtune.costmodel.analysis.program import KERNEL, RUNTIME, SOFTLIB, Function, function_spans
 from cnmtune.costmodel.analysis.dpu_isa import AMBIGUOUS, UNKNOWN, DpuEncodingTable, encoding_table
 from cnmtune.costmodel.analysis.elf import ElfImage
 from cnmtune.costmodel.analysis.schema import RUNTIME_ROUTINES

@@ -1,36 +1,35 @@
-"""Static features of a linked proxy ELF: what the cost model reads instead of running it.
+"""Static features of a linked ELF: what the cost model reads instead of running it.
 
-``extract_features(path)`` decodes .text (capstone), attributes every instruction to a function
-and a region (kernel, runtime, softlib), builds each function's CFG and natural loops
-(networkx), counts calls to runtime routines by name (kernels reach every DPU service through a
-runtime function: ecalls occur only inside the runtime), and reads the WRAM/MRAM footprints.
-``Features.vector(schema)`` projects the result onto a FeatureSchema. A real UPMEM DPU ELF
-(e_machine 245) is read by cnmtune's own DPU decoder instead (cnmtune.costmodel.analysis.dpu_features)
-and follows ``dpu_schema()``.
+``extract_features(path)`` decodes the ELF with its ISA front-end (cnmtune.costmodel.analysis.
+frontend: the rv32 proxy, or a real UPMEM DPU ELF, e_machine 245, with cnmtune's own decoder)
+and ``features_of(program)`` computes, the same way for both ISAs, the opcode histograms per
+region (kernel, runtime, softlib), the loop-weighted kernel histogram from each function's CFG
+and the inlined weights of kernel-to-kernel calls (networkx), the calls to routines outside the
+kernel counted by name (kernels reach every DPU service through a runtime function: ecalls occur
+only inside the runtime), and the WRAM/MRAM footprints. ``Features.vector(schema)`` projects the
+result onto a FeatureSchema: proxy features follow ``default_schema()``, DPU features
+``dpu_schema()``.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
 from cnmtune.costmodel.analysis.callgraph import inlined_weights
-from cnmtune.costmodel.analysis.calls import call_sites, ecall_sites
-from cnmtune.dpu.abi import load_services
-from cnmtune.costmodel.analysis.cfg import loop_depths
-from cnmtune.costmodel.analysis.rv32_program import KERNEL, REGIONS, RUNTIME, SOFTLIB, disassemble
-from cnmtune.costmodel.analysis.elf import EM_DPU, elf_machine, load_elf, read_source
-from cnmtune.costmodel.analysis.footprint import footprint
-from cnmtune.costmodel.analysis.schema import (DEFAULT_LOOP_WEIGHT, OTHER, SCALARS, SCHEMA_VERSION,
-                                      FeatureSchema)
+from cnmtune.costmodel.analysis.footprint import Footprint, footprint
+from cnmtune.costmodel.analysis.frontend import DecodedProgram, decode
+from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, SOFTLIB
+from cnmtune.costmodel.analysis.schema import DEFAULT_LOOP_WEIGHT, OTHER, SCALARS, FeatureSchema
 from cnmtune.errors import SchemaMismatch
 
 _FAMILY_FIELD = {"op": "kernel_histogram", "wop": "weighted_kernel_histogram",
                  "call": "kernel_calls", "wcall": "weighted_kernel_calls"}
+_FOOTPRINT_FIELDS = frozenset(f.name for f in fields(Footprint))
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,8 @@ class Features:
 
     ``loops`` counts the natural loops of kernel functions; ``max_loop_depth`` is the deepest
     kernel instruction, caller depth included. ``functions`` list every function's own loops.
+    ``footprint`` holds the static WRAM/MRAM use and the tasklet configuration; ``to_dict``
+    writes its fields in place, as scalars beside the others.
     """
 
     name: str
@@ -96,26 +97,32 @@ class Features:
     kernel_functions: int
     loops: int
     max_loop_depth: int
-    wram_static_bytes: int
-    wram_data_bytes: int
-    wram_host_bytes: int
-    wram_stack_bytes: int
-    mram_static_bytes: int
-    nr_tasklets: int | None
-    stack_size: int | None
+    footprint: Footprint
 
     def to_dict(self) -> dict:
-        """JSON-safe form (plain dicts, lists, numbers, strings, None)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["functions"] = [vars(fn).copy() for fn in self.functions]
-        return {k: dict(v) if isinstance(v, dict) else v for k, v in out.items()}
+        """JSON-safe form (plain dicts, lists, numbers, strings, None), the footprint flattened."""
+        out: dict = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "footprint":
+                out.update(asdict(value))
+            elif f.name == "functions":
+                out[f.name] = [vars(fn).copy() for fn in value]
+            else:
+                out[f.name] = dict(value) if isinstance(value, dict) else value
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> Features:
         """Inverse of ``to_dict``."""
-        values = dict(data)
+        values = {k: v for k, v in data.items() if k not in _FOOTPRINT_FIELDS}
+        values["footprint"] = Footprint(**{k: data[k] for k in _FOOTPRINT_FIELDS})
         values["functions"] = tuple(FunctionInfo(**fn) for fn in data["functions"])
         return cls(**values)
+
+    def scalar(self, name: str) -> int | float | None:
+        """The scalar feature ``name`` (one of schema.SCALARS), wherever it is kept."""
+        return getattr(self.footprint if name in _FOOTPRINT_FIELDS else self, name)
 
     def vector(self, schema: FeatureSchema) -> np.ndarray:
         """The features as a float32 vector ordered like ``schema.names``."""
@@ -140,7 +147,7 @@ class Features:
                     listed.setdefault(family, set()).add(key)
                     out[j] = getattr(self, _FAMILY_FIELD[family]).get(key, 0)
             elif not sep and name in SCALARS:
-                out[j] = getattr(self, name) or 0
+                out[j] = self.scalar(name) or 0
             else:
                 raise SchemaMismatch(f"{self.name}: schema {schema.version} ({schema.hash}) "
                                      f"asks for unknown feature '{name}'")
@@ -160,65 +167,48 @@ def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT
     DPU runtime's cnm_ecall.h). ``shorthands`` (DPU ELFs only) counts ``move``, ``jeq``,
     ``jump``, ... as objdump writes them; False counts the operation each encodes.
     """
-    data, label = read_source(source, name)
-    if elf_machine(data) == EM_DPU:
-        from cnmtune.costmodel.analysis.dpu_features import extract_dpu_features
+    program = decode(source, ecall_header=ecall_header, name=name, shorthands=shorthands)
+    return features_of(program, loop_weight=loop_weight)
 
-        return extract_dpu_features(data, loop_weight=loop_weight, shorthands=shorthands,
-                                    name=label)
-    image = load_elf(data, label)
-    services = load_services(ecall_header)
-    program = disassemble(image)
-    local_depth, cfgs = loop_depths(program)
-    calls = call_sites(program, cfgs)
-    weights, depth = inlined_weights(program, calls, local_depth, loop_weight)
-    region = np.array([REGIONS.index(f.region) for f in program.functions],
-                      dtype=np.int8)[program.function_of]
+
+def features_of(program: DecodedProgram, *, loop_weight: float = DEFAULT_LOOP_WEIGHT) -> Features:
+    """The features of a decoded program, computed the same way for every ISA front-end."""
+    weights, depth = inlined_weights(program, list(program.call_sites), program.loop_depth, loop_weight)
     live = ~program.padding
+    region = program.region_of
     masks = {r: live & (region == k) for k, r in enumerate(REGIONS)}
     kernel = masks[KERNEL]
-    ids, vocabulary = _mnemonic_ids(program.mnemonics)
-
-    def histogram(mask: np.ndarray, w: np.ndarray | None = None) -> dict:
-        counts = np.bincount(ids[mask], weights=None if w is None else w[mask],
-                             minlength=len(vocabulary))
-        cast = int if w is None else float
-        return {vocabulary[k]: cast(c) for k, c in enumerate(counts.tolist()) if c}
-
-    def tally(sites) -> tuple[dict, dict, dict]:
-        kernel_counts, total_counts, weighted = Counter(), Counter(), {}
-        for site in sites:
-            total_counts[site.callee] += 1
-            if kernel[site.index]:
-                kernel_counts[site.callee] += 1
-                w = float(weights[site.index])
-                weighted[site.callee] = weighted.get(site.callee, 0.0) + w
-        return dict(kernel_counts), dict(total_counts), weighted
+    histogram = _histogrammer(program.mnemonics)
 
     def internal(site) -> bool:
         return program.regions_known and site.callee_function is not None \
             and program.functions[site.callee_function].region == KERNEL
 
-    kernel_calls, total_calls, weighted_calls = tally(
-        [s for s in calls if s.callee is not None and not internal(s)])
-    total_ecalls = dict(Counter(s.service for s in ecall_sites(program, cfgs, services)))
+    kernel_calls, total_calls, weighted_calls = Counter(), Counter(), {}
+    for site in program.call_sites:
+        if site.callee is None or internal(site):
+            continue
+        total_calls[site.callee] += 1
+        if kernel[site.index]:
+            kernel_calls[site.callee] += 1
+            weighted_calls[site.callee] = weighted_calls.get(site.callee, 0.0) + float(weights[site.index])
     infos = tuple(FunctionInfo(f.name, f.address, int(live[f.first:f.first + f.count].sum()),
                                f.region, c.loops, c.max_depth)
-                  for f, c in zip(program.functions, cfgs))
-    mem = footprint(image)
+                  for f, c in zip(program.functions, program.cfgs))
+    image = program.image
     return Features(
-        name=image.name, elf_sha256=hashlib.sha256(image.data).hexdigest(),
-        machine=image.machine, toolchain="proxy", schema_version=SCHEMA_VERSION,
+        name=image.name, elf_sha256=hashlib.sha256(image.data).hexdigest(), machine=image.machine,
+        toolchain=program.toolchain, schema_version=program.schema_version,
         regions_known=program.regions_known, loop_weight=float(loop_weight),
         histogram=histogram(live), kernel_histogram=histogram(kernel),
-        runtime_histogram=histogram(masks[RUNTIME]),
-        softlib_histogram=histogram(masks[SOFTLIB]),
+        runtime_histogram=histogram(masks[RUNTIME]), softlib_histogram=histogram(masks[SOFTLIB]),
         weighted_kernel_histogram=histogram(kernel, weights),
-        kernel_calls=kernel_calls, total_calls=total_calls, weighted_kernel_calls=weighted_calls,
-        total_ecalls=total_ecalls,
-        internal_calls=sum(1 for s in calls if internal(s) and kernel[s.index]),
-        indirect_calls=sum(1 for s in calls if s.callee is None and kernel[s.index]),
-        functions=infos, iram_instructions=int((masks[KERNEL] | masks[RUNTIME]).sum()),
+        kernel_calls=dict(kernel_calls), total_calls=dict(total_calls), weighted_kernel_calls=weighted_calls,
+        total_ecalls=dict(program.ecalls),
+        internal_calls=sum(1 for s in program.call_sites if internal(s) and kernel[s.index]),
+        indirect_calls=sum(1 for s in program.call_sites if s.callee is None and kernel[s.index]),
+        functions=infos,
+        iram_instructions=int(sum(masks[r] for r in program.iram_regions).sum()),
         text_instructions=int(live.sum()),
         iram_kernel_instructions=int(kernel.sum()),
         iram_runtime_instructions=int(masks[RUNTIME].sum()),
@@ -226,14 +216,19 @@ def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT
         kernel_functions=sum(1 for i in infos if i.region == KERNEL),
         loops=sum(i.loops for i in infos if i.region == KERNEL),
         max_loop_depth=int(depth[kernel].max(initial=0)),
-        wram_static_bytes=mem.wram_static_bytes, wram_data_bytes=mem.wram_data_bytes,
-        wram_host_bytes=mem.wram_host_bytes, wram_stack_bytes=mem.wram_stack_bytes,
-        mram_static_bytes=mem.mram_static_bytes, nr_tasklets=mem.nr_tasklets,
-        stack_size=mem.stack_size)
+        footprint=footprint(image))
 
 
-def _mnemonic_ids(mnemonics: list[str]) -> tuple[np.ndarray, list[str]]:
+def _histogrammer(mnemonics: list[str]):
+    """histogram(mask, weights=None) -> {mnemonic: count (or summed weight)} over ``mnemonics``."""
     index: dict[str, int] = {}
     ids = np.fromiter((index.setdefault(m, len(index)) for m in mnemonics), dtype=np.intp,
                       count=len(mnemonics))
-    return ids, list(index)
+    vocabulary = list(index)
+
+    def histogram(mask: np.ndarray, w: np.ndarray | None = None) -> dict:
+        counts = np.bincount(ids[mask], weights=None if w is None else w[mask], minlength=len(vocabulary))
+        cast = int if w is None else float
+        return {vocabulary[k]: cast(c) for k, c in enumerate(counts.tolist()) if c}
+
+    return histogram

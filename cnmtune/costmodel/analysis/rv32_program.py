@@ -1,4 +1,4 @@
-"""Disassembly of .text with capstone, attributed to functions and to code regions.
+"""The rv32 proxy front-end: .text decoded with capstone, attributed to functions and regions.
 
 Regions come from the linker script's boundary symbols ``__cnm_text_{runtime,kernel,softlib}_
 {start,end}``: runtime (crt0 and the DPU runtime C), kernel (the user's code) and softlib
@@ -9,7 +9,6 @@ RISC-V ELF) every function counts as kernel and ``regions_known`` is False.
 
 from __future__ import annotations
 
-import bisect
 import threading
 from dataclasses import dataclass
 
@@ -17,11 +16,9 @@ import capstone
 import numpy as np
 
 from cnmtune.costmodel.analysis.elf import ElfImage, initial_word
+from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, Function, function_spans
 from cnmtune.costmodel.analysis.rv32_isa import OP_AUIPC, OP_LUI, Fields, decode_fields, normalise
 from cnmtune.errors import ElfError
-
-KERNEL, RUNTIME, SOFTLIB = "kernel", "runtime", "softlib"
-REGIONS = (KERNEL, RUNTIME, SOFTLIB)
 
 _local = threading.local()
 
@@ -33,17 +30,6 @@ def _capstone() -> capstone.Cs:
         # CS_MODE_RISCV32 without CS_MODE_RISCVC: compressed instructions are not decoded.
         md = _local.md = capstone.Cs(capstone.CS_ARCH_RISCV, capstone.CS_MODE_RISCV32)
     return md
-
-
-@dataclass(frozen=True)
-class Function:
-    """A function's span of instructions: indices [first, first + count) into the program."""
-
-    name: str
-    address: int
-    first: int
-    count: int
-    region: str
 
 
 @dataclass(frozen=True)
@@ -107,7 +93,7 @@ def region_bounds(image: ElfImage) -> dict[str, tuple[int, int]] | None:
     return bounds
 
 
-def disassemble(image: ElfImage) -> Program:
+def decode_rv32(image: ElfImage) -> Program:
     """Decode every word of .text and attribute it to a function and a region."""
     words = np.frombuffer(image.text, dtype="<u4")
     n = len(words)
@@ -136,46 +122,6 @@ def _region(address: int, bounds: dict[str, tuple[int, int]] | None) -> str:
         if start <= address < end:
             return region
     return RUNTIME
-
-
-def function_spans(image: ElfImage, n: int,
-                   slot: int = 4) -> tuple[list[tuple[str, int, int]], list[bool]]:
-    """(name, first, last) instruction spans covering the ``n`` instructions of .text (``slot``
-    bytes each) exactly once, and which of them are function symbols.
-
-    A function symbol of size 0 extends to the next function. Words no function covers become
-    a span named after a global label at their start (e.g. an assembly ``_start`` without
-    ``.type``), or ``<gap@0x...>``.
-    """
-    base = image.text_address
-    aligned = [f for f in image.functions if (f.address - base) % slot == 0]
-    starts = [(f.address - base) // slot for f in aligned] + [n]
-    spans: list[tuple[str, int, int]] = []
-    for k, f in enumerate(aligned):
-        first, following = starts[k], starts[k + 1]
-        last = min(following, first + (f.size + slot - 1) // slot) if f.size else following
-        spans.append((f.name, first, last))
-    labels = {(s.address - base) // slot: s.name for s in image.labels
-              if (s.address - base) % slot == 0}
-    label_at = sorted(labels)
-    filled: list[tuple[str, int, int]] = []
-    is_symbol: list[bool] = []
-    cursor = 0
-    for span in spans + [(None, n, n)]:
-        gap_start = cursor
-        while gap_start < span[1]:
-            # Split a gap at every global label inside it.
-            k = bisect.bisect_right(label_at, gap_start)
-            gap_end = min(label_at[k], span[1]) if k < len(label_at) else span[1]
-            name = labels.get(gap_start, f"<gap@0x{base + slot * gap_start:08x}>")
-            filled.append((name, gap_start, gap_end))
-            is_symbol.append(False)
-            gap_start = gap_end
-        if span[0] is not None:
-            filled.append(span)
-            is_symbol.append(True)
-        cursor = max(cursor, span[2])
-    return filled, is_symbol
 
 
 def _decode(image: ElfImage, words: np.ndarray, covered: np.ndarray,

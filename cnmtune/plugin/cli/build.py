@@ -69,7 +69,7 @@ def features_command(
         return
     summary = Table(title=f"{elf.name}: {found.machine}, schema {schema.version} ({schema.hash})", show_header=False)
     for label, attr in SUMMARY_ROWS:
-        summary.add_row(label, str(getattr(found, attr)))
+        summary.add_row(label, str(found.scalar(attr)))
     console.print(summary)
     calls = Table(title="runtime calls from kernel code")
     calls.add_column("callee")

@@ -203,8 +203,8 @@ def test_synthetic_program_histograms_and_functions(elf):
     assert (f.loops, f.max_loop_depth) == (2, 2)
     assert f.weighted_kernel_histogram["acquire"] == 100.0
     assert f.weighted_kernel_histogram["lw"] == 10.0 and f.weighted_kernel_histogram["sd"] == 1.0
-    assert (f.nr_tasklets, f.stack_size, f.wram_stack_bytes, f.wram_host_bytes) == (2, 1024,
-                                                                                 2048, 8)
+    m = f.footprint
+    assert (m.nr_tasklets, m.stack_size, m.wram_stack_bytes, m.wram_host_bytes) == (2, 1024, 2048, 8)
     assert f.total_ecalls == {}
 
 
@@ -411,3 +411,29 @@ def test_cli_features_on_a_dpu_elf(elf, tmp_path):
     assert result.returncode == 2 and not result.stdout
     assert "DPU decoder self-check 'branch targets' failed" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_one_features_of_serves_both_front_ends(elf, elf_o2):
+    """Proxy and DPU ELFs decode to the same program interface and share one features_of; the
+    only ISA difference in the IRAM rule is data: the proxy's soft arithmetic is not IRAM."""
+    from cnmtune.costmodel.analysis.features import features_of
+    from cnmtune.costmodel.analysis.frontend import DecodedProgram, decode
+
+    dpu, proxy = decode(elf), decode(elf_o2)
+    assert isinstance(dpu, DecodedProgram) and isinstance(proxy, DecodedProgram)
+    assert (dpu.toolchain, dpu.iram_regions) == ("upmem", ("kernel", "runtime", "softlib"))
+    assert (proxy.toolchain, proxy.iram_regions) == ("proxy", ("kernel", "runtime"))
+    for program, source in ((dpu, elf), (proxy, elf_o2)):
+        assert features_of(program) == extract_features(source)
+        assert len(program.mnemonics) == len(program.function_of) == len(program.loop_depth)
+    f_dpu, f_proxy = features_of(dpu), features_of(proxy)
+    assert f_dpu.iram_instructions == f_dpu.text_instructions
+    assert f_proxy.iram_instructions == f_proxy.text_instructions - f_proxy.iram_softlib_instructions
+    assert f_proxy.iram_softlib_instructions > 0 and f_dpu.iram_softlib_instructions > 0
+
+
+def test_features_round_trip_through_their_flat_dict(elf):
+    f = extract_features(elf)
+    flat = f.to_dict()
+    assert "footprint" not in flat and flat["stack_size"] == f.footprint.stack_size
+    assert type(f).from_dict(flat) == f

@@ -98,7 +98,7 @@ def test_vector_follows_the_schema(schema, features):
     assert at["call:mram_read"] == 1 and at["wcall:mram_read"] == 10
     assert at["iram_instructions"] == features.iram_instructions
     assert at["text_instructions"] == features.text_instructions
-    assert at["nr_tasklets"] == features.nr_tasklets
+    assert at["nr_tasklets"] == features.footprint.nr_tasklets
     op_total = sum(v[k] for k, n in enumerate(schema.names) if n.startswith("op:"))
     assert op_total == features.iram_kernel_instructions
 

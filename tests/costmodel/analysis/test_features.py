@@ -95,13 +95,14 @@ def test_loop_weight_is_configurable(elf_o0, ecall_header):
 
 def test_memory_footprints_and_configuration(features):
     f = features
-    assert f.wram_host_bytes == HOST_BYTES
-    assert f.wram_stack_bytes == NR_TASKLETS * STACK_SIZE
-    assert f.mram_static_bytes == MRAM_BYTES
-    assert f.wram_data_bytes >= 3 * 8 * 4 + 4  # a, b, c and fout
-    assert f.wram_static_bytes >= f.wram_data_bytes + f.wram_host_bytes + f.wram_stack_bytes
-    assert f.wram_static_bytes == load_elf(f.name).symbol("__sys_heap_pointer_reset")
-    assert (f.nr_tasklets, f.stack_size) == (NR_TASKLETS, STACK_SIZE)
+    m = f.footprint
+    assert m.wram_host_bytes == HOST_BYTES
+    assert m.wram_stack_bytes == NR_TASKLETS * STACK_SIZE
+    assert m.mram_static_bytes == MRAM_BYTES
+    assert m.wram_data_bytes >= 3 * 8 * 4 + 4  # a, b, c and fout
+    assert m.wram_static_bytes >= m.wram_data_bytes + m.wram_host_bytes + m.wram_stack_bytes
+    assert m.wram_static_bytes == load_elf(f.name).symbol("__sys_heap_pointer_reset")
+    assert (m.nr_tasklets, m.stack_size) == (NR_TASKLETS, STACK_SIZE)
 
 
 def test_identity_fields(o0, elf_o0):

@@ -80,10 +80,11 @@ def test_va_counts_follow_the_toolchains_iram_rule(va_level):
 
 def test_va_configuration_and_footprint(va_level):
     binary, f = va_level
-    assert f.nr_tasklets == 16 and f.stack_size == binary.variant.stack_size
-    assert f.wram_stack_bytes == 16 * 1024 == binary.memory.wram_stack_bytes
-    assert f.wram_host_bytes == binary.memory.wram_host_bytes
-    assert f.mram_static_bytes == binary.memory.mram_static_bytes
+    m = f.footprint
+    assert m.nr_tasklets == 16 and m.stack_size == binary.variant.stack_size
+    assert m.wram_stack_bytes == 16 * 1024 == binary.memory.wram_stack_bytes
+    assert m.wram_host_bytes == binary.memory.wram_host_bytes
+    assert m.mram_static_bytes == binary.memory.mram_static_bytes
 
 
 def test_va_loops_weigh_the_kernel_histogram(va_level):

@@ -1,0 +1,94 @@
+"""The decoded-program interface and its two ISA front-ends: the rv32 proxy and the real DPU.
+
+A front-end reads one linked ELF and returns a ``DecodedProgram``: one mnemonic per
+instruction, the functions and their regions, and the analyses features need (each function's
+CFG and loops, every instruction's loop depth inside its function, the call sites, the ecall
+services used). What differs between the ISAs is data on the program: which toolchain and
+schema its mnemonics follow, and which regions count against IRAM (on the proxy, zig's soft
+arithmetic is reported apart from the 4096-instruction IRAM; on a real DPU all of .text is
+IRAM). ``cnmtune.costmodel.analysis.features.features_of`` turns any DecodedProgram into
+``Features``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cnmtune.costmodel.analysis.calls import CallSite, call_sites, ecall_sites
+from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
+from cnmtune.costmodel.analysis.dpu_program import decode_dpu, dpu_call_sites, dpu_cfgs
+from cnmtune.costmodel.analysis.elf import EM_DPU, ElfImage, elf_machine, load_dpu_elf, load_elf, read_source
+from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, SOFTLIB, Function
+from cnmtune.costmodel.analysis.rv32_program import decode_rv32
+from cnmtune.costmodel.analysis.schema import DPU_OPS_SCHEMA_VERSION, DPU_SCHEMA_VERSION, SCHEMA_VERSION
+from cnmtune.dpu.abi import load_services
+
+
+@dataclass(frozen=True)
+class DecodedProgram:
+    """A linked program as the feature extractor sees it, whichever ISA front-end decoded it.
+
+    Per instruction: ``mnemonics``, ``function_of`` (index into ``functions``), ``padding``
+    (alignment words, not instructions) and ``loop_depth`` (inside its own function).
+    ``iram_regions`` are the regions charged against the DPU's IRAM.
+    """
+
+    image: ElfImage
+    toolchain: str
+    schema_version: str
+    mnemonics: list[str]
+    functions: tuple[Function, ...]
+    function_of: np.ndarray
+    padding: np.ndarray
+    regions_known: bool
+    iram_regions: tuple[str, ...]
+    cfgs: tuple[FunctionCfg, ...]
+    loop_depth: np.ndarray
+    call_sites: tuple[CallSite, ...]
+    ecalls: dict[str, int]
+
+    @property
+    def region_of(self) -> np.ndarray:
+        """The index into REGIONS of every instruction's region."""
+        codes = np.array([REGIONS.index(f.region) for f in self.functions], dtype=np.int8)
+        return codes[self.function_of]
+
+
+def rv32_frontend(image: ElfImage, ecall_header: Path | None = None) -> DecodedProgram:
+    """Decode a linked rv32 proxy ELF; ``ecall_header`` names its ecall services (default: the
+    DPU runtime's cnm_ecall.h)."""
+    program = decode_rv32(image)
+    depth, cfgs = loop_depths(program)
+    services = load_services(ecall_header)
+    ecalls = dict(Counter(s.service for s in ecall_sites(program, cfgs, services)))
+    return DecodedProgram(image, "proxy", SCHEMA_VERSION, program.mnemonics, program.functions,
+                          program.function_of, program.padding, program.regions_known, (KERNEL, RUNTIME), cfgs,
+                          depth, tuple(call_sites(program, cfgs)), ecalls)
+
+
+def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
+    """Decode a real UPMEM DPU ELF with cnmtune's own decoder (its self-checks run first).
+
+    ``shorthands`` counts ``move``, ``jeq``, ``jump``, ... as llvm-objdump writes them; False
+    counts each as the operation it encodes (``or``, ``sub``, ``call``, ...). DPU code has no
+    ecalls: system services are instructions (``stop``, ``boot``, ``acquire``, ``ldma``, ...).
+    """
+    program = decode_dpu(image, shorthands)
+    cfgs = dpu_cfgs(program)
+    depth = np.concatenate([c.instruction_depths(f.count) for c, f in zip(cfgs, program.functions)])
+    return DecodedProgram(image, "upmem", DPU_SCHEMA_VERSION if shorthands else DPU_OPS_SCHEMA_VERSION,
+                          program.mnemonics, program.functions, program.function_of, program.padding, True,
+                          (KERNEL, RUNTIME, SOFTLIB), cfgs, depth, tuple(dpu_call_sites(program)), {})
+
+
+def decode(source: str | Path | bytes, *, ecall_header: Path | None = None, name: str | None = None,
+           shorthands: bool = True) -> DecodedProgram:
+    """Decode a linked proxy ELF or a real DPU ELF (a path or its bytes) with its front-end."""
+    data, label = read_source(source, name)
+    if elf_machine(data) == EM_DPU:
+        return dpu_frontend(load_dpu_elf(data, label), shorthands)
+    return rv32_frontend(load_elf(data, label), ecall_header)
