@@ -1,8 +1,10 @@
 """The embedded default toolchain: UPMEM-style C compiled for an rv32i proxy of the DPU.
 
-C -> LLVM IR with zig's clang at -O0 without optnone (the L2P protocol), the pass pipeline
-in-process with llvmlite, rv32i object code with llvmlite, and ld.lld with cnmtune's DPU
-linker script and runtime. Every stage is cached by content hash.
+Four stages, each public so that cnmtune-cc runs exactly the same ones: ``frontend`` (C -> LLVM
+IR with zig's clang at -O0 without optnone, the L2P protocol; ``emit_ir`` for any source and
+flags), ``optimize`` (the pass pipeline in-process with llvmlite), ``codegen`` (rv32i object
+code, assembly or bitcode with llvmlite) and ``link`` (ld.lld with cnmtune's DPU linker script
+and runtime). ``compile(variant)`` composes them; every stage is cached by content hash.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import llvmlite.binding as llvm
 
 from cnmtune.dpu.memory_map import INCLUDE_DIR, LINKER_SCRIPT, RUNTIME_DIR
 from cnmtune.errors import CompileError, LinkError
-from cnmtune.passes import apply_pipeline
+from cnmtune.passes import Pipeline, apply_pipeline
 from cnmtune.runtime.toolchain import zig
 from cnmtune.runtime.toolchain.base import Binary, Toolchain, Variant
 from cnmtune.runtime.toolchain.cache import BuildCache, content_key
@@ -30,6 +32,9 @@ FRONTEND_FLAGS: tuple[str, ...] = (
     *zig.TARGET_FLAGS, "-ffreestanding", "-fno-sanitize=all", "-fno-stack-protector",
     "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-g0", "-w",
 )
+# L2P's front end: unoptimised IR that the pipeline can still optimise (no optnone attribute)
+IR_FLAGS: tuple[str, ...] = ("-O0", "-Xclang", "-disable-O0-optnone")
+EMITS: tuple[str, ...] = ("obj", "asm", "llvm-bc", "llvm-ll")
 _ZIG_NOISE = "argument unused during compilation"
 
 
@@ -55,6 +60,27 @@ def _dpu_tree_digest() -> str:
 def diagnostics(stderr: str) -> str:
     """zig cc's stderr without zig's own noise: the clang diagnostics a user should see."""
     return "\n".join(line for line in stderr.splitlines() if _ZIG_NOISE not in line).strip()
+
+
+def frontend_flags(flags: Sequence[str] = (), *, warnings: bool = False) -> list[str]:
+    """`zig cc` flags of every proxy front-end run: the rv32 target, a freestanding DPU build and
+    cnmtune's UPMEM headers, then `flags` (-O, -D, -I, ...); warnings silenced unless `warnings`."""
+    return [*(f for f in FRONTEND_FLAGS if warnings or f != "-w"), f"-I{INCLUDE_DIR}", *flags]
+
+
+def emit_ir(source: Path, flags: Sequence[str], label: str, *, warnings: bool = False) -> tuple[str, str]:
+    """The front end on one C source: (LLVM IR at -O0 without optnone, the compiler's warnings).
+
+    ``flags`` are the -D/-I/... of the build; a source that does not compile is a CompileError
+    named ``label`` with the compiler's diagnostics.
+    """
+    with tempfile.TemporaryDirectory(prefix="cnmtune-cc-") as tmp:
+        out = Path(tmp) / "out.ll"
+        result = zig.run(["cc", *frontend_flags([*IR_FLAGS, *flags], warnings=warnings), "-S", "-emit-llvm",
+                          str(source), "-o", str(out)])
+        if result.returncode != 0:
+            raise CompileError(f"{label}: {source.name} does not compile", diagnostics(result.stderr))
+        return out.read_text(), diagnostics(result.stderr)
 
 
 def link_args(objects: Sequence[Path], runtime: Sequence[Path], nr_tasklets: int, stack_size: int,
@@ -113,43 +139,49 @@ class ProxyToolchain(Toolchain):
         cached = elf_path.is_file()
         if not cached:
             objects = [self._object(variant, source) for source in variant.kernel.sources]
-            self._link(variant, objects, elf_path)
+            self.link(objects, elf_path, variant.nr_tasklets, variant.stack_size, variant.label)
         memory = read_memory_use(elf_path)
         check_capacity(memory, variant.label)
         elf_hash = hashlib.sha256(elf_path.read_bytes()).hexdigest()
         return Binary(variant, elf_path, elf_hash, self.identity, memory, time.perf_counter() - start, cached)
 
-    def emit_ir(self, variant: Variant, source: Path) -> str:
-        """LLVM IR of one source at -O0 without optnone (cached)."""
-        flags = [*FRONTEND_FLAGS, "-O0", "-Xclang", "-disable-O0-optnone", f"-I{INCLUDE_DIR}",
-                 *(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags()]
+    def frontend(self, variant: Variant, source: Path) -> str:
+        """Stage 1: LLVM IR of one source of the variant at -O0 without optnone (cached)."""
+        flags = [*(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags()]
         key = content_key(self.identity, _dpu_tree_digest(), variant.kernel.digest(),
-                          str(source.relative_to(variant.kernel.root)), *flags)
+                          str(source.relative_to(variant.kernel.root)), *frontend_flags([*IR_FLAGS, *flags]))
         if (hit := self.cache.get("ir", key, ".ll")) is not None:
             return hit.decode()
-        with tempfile.TemporaryDirectory(prefix="cnmtune-cc-") as tmp:
-            out = Path(tmp) / "out.ll"
-            result = zig.run(["cc", *flags, "-S", "-emit-llvm", str(source), "-o", str(out)])
-            if result.returncode != 0:
-                raise CompileError(f"{variant.label}: {source.name} does not compile", diagnostics(result.stderr))
-            ir = out.read_text()
+        ir, _ = emit_ir(source, flags, variant.label)
         self.cache.put("ir", key, ".ll", ir.encode())
         return ir
 
-    def optimize(self, variant: Variant, ir: str) -> llvm.ModuleRef:
-        """Parse IR and run the variant's pipeline on it."""
+    def optimize(self, ir: str, pipeline: Pipeline) -> llvm.ModuleRef:
+        """Stage 2: parse IR and run `pipeline` on it (llvmlite, in-process)."""
         module = llvm.parse_assembly(ir)
-        apply_pipeline(module, variant.pipeline, self.target_machine())
+        apply_pipeline(module, pipeline, self.target_machine())
         module.verify()
         return module
 
+    def codegen(self, module: llvm.ModuleRef, emit: str = "obj") -> bytes:
+        """Stage 3: the optimised module as an rv32i object ('obj'), assembly ('asm'), bitcode
+        ('llvm-bc') or textual IR ('llvm-ll')."""
+        if emit == "obj":
+            return self.target_machine().emit_object(module)
+        if emit == "asm":
+            return self.target_machine().emit_assembly(module).encode()
+        if emit == "llvm-bc":
+            return module.as_bitcode()
+        if emit == "llvm-ll":
+            return str(module).encode()
+        raise ValueError(f"unknown output kind {emit!r}; valid: {', '.join(EMITS)}")
+
     def _object(self, variant: Variant, source: Path) -> Path:
-        ir = self.emit_ir(variant, source)
+        ir = self.frontend(variant, source)
         key = content_key(self.identity, ir, variant.pipeline.text)
         path = self.cache.path("obj", key, ".o")
         if not path.is_file():
-            module = self.optimize(variant, ir)
-            self.cache.put("obj", key, ".o", self.target_machine().emit_object(module))
+            self.cache.put("obj", key, ".o", self.codegen(self.optimize(ir, variant.pipeline)))
         return path
 
     def runtime_objects(self) -> list[Path]:
@@ -162,19 +194,22 @@ class ProxyToolchain(Toolchain):
                 continue
             with tempfile.TemporaryDirectory(prefix="cnmtune-rt-") as tmp:
                 out = Path(tmp) / "out.o"
-                result = zig.run(["cc", *FRONTEND_FLAGS, "-O2", f"-I{INCLUDE_DIR}", "-c", str(source), "-o", str(out)])
+                result = zig.run(["cc", *frontend_flags(["-O2"]), "-c", str(source), "-o", str(out)])
                 if result.returncode != 0:
                     raise CompileError(f"DPU runtime source {source.name} does not compile", diagnostics(result.stderr))
                 self.cache.put("runtime", key, f"-{source.name}.o", out.read_bytes())
         return objects
 
-    def _link(self, variant: Variant, objects: list[Path], elf_path: Path) -> None:
+    def link(self, objects: Sequence[Path], output: Path, nr_tasklets: int, stack_size: int, label: str,
+             extra: Sequence[str] = ()) -> None:
+        """Stage 4: link objects with cnmtune's DPU runtime into `output` (written atomically);
+        `extra` are further linker arguments (-L, -l, ...). A failed link is a LinkError."""
         with tempfile.TemporaryDirectory(prefix="cnmtune-ld-") as tmp:
             out = Path(tmp) / "out.elf"
-            result = zig.run(link_args(objects, self.runtime_objects(), variant.nr_tasklets, variant.stack_size, out))
+            result = zig.run(link_args(objects, self.runtime_objects(), nr_tasklets, stack_size, out, extra))
             if result.returncode != 0:
-                raise LinkError(f"{variant.label}: link failed", diagnostics(result.stderr))
-            elf_path.parent.mkdir(parents=True, exist_ok=True)
-            staged = elf_path.with_name(f".{elf_path.name}.{Path(tmp).name}")
+                raise LinkError(f"{label}: link failed", diagnostics(result.stderr))
+            output.parent.mkdir(parents=True, exist_ok=True)
+            staged = output.with_name(f".{output.name}.{Path(tmp).name}")
             shutil.move(str(out), staged)
-            staged.replace(elf_path)
+            staged.replace(output)

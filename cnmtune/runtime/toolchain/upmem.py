@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from cnmtune.errors import (
@@ -37,11 +38,17 @@ from cnmtune.runtime.toolchain.base import Binary, Toolchain, Variant
 from cnmtune.runtime.toolchain.cache import BuildCache, content_key
 from cnmtune.runtime.toolchain.dpu_layout import read_dpu_memory_use
 from cnmtune.runtime.toolchain.opt import OptTool, is_unknown_pass_error
+from cnmtune.runtime.toolchain.proxy import IR_FLAGS
 from cnmtune.runtime.upmem.sdk import UpmemSdk
 
 _IRAM = re.compile(r"[^\n]*(?:region '?iram'?|'?iram'? overflowed|iram[^\n]*overflow)[^\n]*", re.I)
 _WRAM = re.compile(r"[^\n]*(?:region '?wram'?|'?wram'? overflowed|wram[^\n]*overflow)[^\n]*", re.I)
 TOOL_TIMEOUT_S = 600
+
+
+def tasklet_defines(nr_tasklets: int, stack_size: int) -> list[str]:
+    """The -D flags that size a DPU program's tasklets at its link (the SDK's convention)."""
+    return [f"-DNR_TASKLETS={nr_tasklets}", f"-DSTACK_SIZE_DEFAULT={stack_size}"]
 
 
 def _run(args: list[str], what: str) -> subprocess.CompletedProcess:
@@ -110,20 +117,31 @@ class UpmemToolchain(Toolchain):
         elf_hash = hashlib.sha256(elf_path.read_bytes()).hexdigest()
         return Binary(variant, elf_path, elf_hash, self.identity, memory, time.perf_counter() - start, cached)
 
-    def frontend_args(self, variant: Variant, source: Path, output: Path) -> list[str]:
-        """Step 1's command line: C -> unoptimised bitcode without optnone."""
-        return [str(self.sdk.clang), "-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm", "-c",
-                *(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags(),
-                str(source), "-o", str(output)]
+    def frontend_args(self, source: Path, output: Path, flags: Sequence[str]) -> list[str]:
+        """Stage 1's command line: C -> unoptimised bitcode without optnone; `flags` are the
+        build's -D/-I/... (a variant's include directories and defines)."""
+        return [str(self.sdk.clang), *IR_FLAGS, "-emit-llvm", "-c", *flags, str(source), "-o", str(output)]
 
-    def link_args(self, variant: Variant, bitcode: list[Path], output: Path) -> list[str]:
-        """Step 3's command line: code generation and the SDK link with the tasklet defines."""
-        return [str(self.sdk.clang), f"-O{self.codegen_level}", "-Xclang", "-disable-llvm-passes",
-                f"-DNR_TASKLETS={variant.nr_tasklets}", f"-DSTACK_SIZE_DEFAULT={variant.stack_size}",
-                *map(str, bitcode), "-o", str(output)]
+    def optimize_args(self, opt_args: Sequence[str], bitcode: Path, output: Path) -> list[str]:
+        """Stage 2's command line: the SDK's opt with a pipeline's arguments (opt.pipeline_args)."""
+        return [str(self.opt.path), *opt_args, str(bitcode), "-o", str(output)]
 
-    def emit_ir(self, variant: Variant, source: Path) -> Path:
-        """Cached bitcode of one source at -O0 without optnone."""
+    def codegen_args(self, inputs: Sequence[Path], output: Path, flags: Sequence[str]) -> list[str]:
+        """Stage 3's command line: code generation at -O<cg> without clang's own passes (the
+        pipeline alone decides the IR); `flags` choose the output (-c, -S, ...) or, for a whole
+        program, the tasklet defines of the link (stage 4 runs in the same call)."""
+        return [str(self.sdk.clang), f"-O{self.codegen_level}", "-Xclang", "-disable-llvm-passes", *flags,
+                *map(str, inputs), "-o", str(output)]
+
+    def link_args(self, objects: Sequence[Path], output: Path, nr_tasklets: int, stack_size: int,
+                  extra: Sequence[str] = ()) -> list[str]:
+        """Stage 4's command line on objects already generated: the SDK link with the tasklet
+        defines (the driver turns them into the linker's tasklet symbols) and `extra` (-L, -l, ...)."""
+        return [str(self.sdk.clang), *tasklet_defines(nr_tasklets, stack_size), *map(str, objects), *extra,
+                "-o", str(output)]
+
+    def frontend(self, variant: Variant, source: Path) -> Path:
+        """Stage 1: cached bitcode of one source of the variant at -O0 without optnone."""
         key = content_key(self.identity, variant.kernel.digest(), str(source.relative_to(variant.kernel.root)),
                           *variant.define_flags())
         path = self.cache.path("upmem-ir", key, ".bc")
@@ -131,7 +149,8 @@ class UpmemToolchain(Toolchain):
             return path
         with tempfile.TemporaryDirectory(prefix="cnmtune-upmem-cc-") as tmp:
             out = Path(tmp) / "out.bc"
-            proc = _run(self.frontend_args(variant, source, out), variant.label)
+            flags = [*(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags()]
+            proc = _run(self.frontend_args(source, out, flags), variant.label)
             if proc.returncode != 0 or not out.is_file():
                 raise CompileError(f"{variant.label}: {source.name} does not compile (UPMEM SDK clang)",
                                    (proc.stderr or proc.stdout).strip())
@@ -139,7 +158,7 @@ class UpmemToolchain(Toolchain):
         return path
 
     def _optimized(self, variant: Variant, source: Path, opt_args: list[str]) -> Path:
-        ir = self.emit_ir(variant, source)
+        ir = self.frontend(variant, source)
         if not opt_args:
             return ir
         key = content_key(self.identity, ir.read_bytes(), *opt_args)
@@ -148,7 +167,7 @@ class UpmemToolchain(Toolchain):
             return path
         with tempfile.TemporaryDirectory(prefix="cnmtune-upmem-opt-") as tmp:
             out = Path(tmp) / "out.bc"
-            proc = _run([str(self.opt.path), *opt_args, str(ir), "-o", str(out)], variant.label)
+            proc = _run(self.optimize_args(opt_args, ir, out), variant.label)
             if proc.returncode != 0 or not out.is_file():
                 diagnostics = (proc.stderr or proc.stdout).strip()
                 if is_unknown_pass_error(diagnostics):
@@ -162,7 +181,8 @@ class UpmemToolchain(Toolchain):
     def _link(self, variant: Variant, bitcode: list[Path], elf_path: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="cnmtune-upmem-ld-") as tmp:
             out = Path(tmp) / "out.elf"
-            proc = _run(self.link_args(variant, bitcode, out), variant.label)
+            proc = _run(self.codegen_args(bitcode, out, tasklet_defines(variant.nr_tasklets, variant.stack_size)),
+                        variant.label)
             if proc.returncode != 0 or not out.is_file():
                 diagnostics = (proc.stderr or proc.stdout).strip()
                 if match := _IRAM.search(diagnostics):

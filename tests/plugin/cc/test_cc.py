@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cnmtune.plugin.cc.driver import UsageError, parse_args
+from cnmtune.plugin.cc.args import UsageError, parse_args
 from cnmtune.plugin.tune.cache import CACHE_FILE, TunedEntry, TuningCache, canonical_defines, key_for
 from cnmtune.runtime.toolchain import Binary, Variant
 from cnmtune.runtime.toolchain.layout import read_memory_use
