@@ -46,7 +46,7 @@ import numpy as np
 
 from cnmtune.costmodel.analysis.calls import CallSite
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, cfg_from_transfers
-from cnmtune.costmodel.analysis.program import KERNEL, RUNTIME, SOFTLIB, Function, function_spans
+from cnmtune.costmodel.analysis.program import KERNEL, RUNTIME, SOFTLIB, Function, text_functions
 from cnmtune.costmodel.analysis.dpu_isa import AMBIGUOUS, UNKNOWN, DpuEncodingTable, encoding_table
 from cnmtune.costmodel.analysis.elf import ElfImage
 from cnmtune.costmodel.analysis.schema import RUNTIME_ROUTINES
@@ -119,14 +119,8 @@ def decode_dpu(image: ElfImage, shorthands: bool = True,
     if base < IRAM_BASE:
         raise DpuDecodeError(f"{image.name}: DPU .text at 0x{base:08x} lies outside IRAM "
                              f"(0x{IRAM_BASE:08x}...)", "text address", base)
-    spans, is_symbol = function_spans(image, n, SLOT)
-    functions = tuple(Function(name, base + SLOT * first, first, last - first, dpu_region(name))
-                      for name, first, last in spans)
-    function_of = np.repeat(np.arange(len(functions), dtype=np.int32),
-                            [f.count for f in functions])
-    covered = np.zeros(n, dtype=bool)
-    for (_, first, last), symbol in zip(spans, is_symbol):
-        covered[first:last] = symbol
+    functions, is_symbol, function_of, covered = text_functions(
+        image, n, lambda name, _: dpu_region(name), slot=SLOT)
     padding = (words == 0) & ~covered
     forms = table.match(words)
     program = DpuProgram(image.name, base, words, forms, [], shorthands, functions, function_of,

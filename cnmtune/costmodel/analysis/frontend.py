@@ -65,9 +65,11 @@ def rv32_frontend(image: ElfImage, ecall_header: Path | None = None) -> DecodedP
     depth, cfgs = loop_depths(program)
     services = load_services(ecall_header)
     ecalls = dict(Counter(s.service for s in ecall_sites(program, cfgs, services)))
-    return DecodedProgram(image, "proxy", SCHEMA_VERSION, program.mnemonics, program.functions,
-                          program.function_of, program.padding, program.regions_known, (KERNEL, RUNTIME), cfgs,
-                          depth, tuple(call_sites(program, cfgs)), ecalls)
+    return DecodedProgram(image=image, toolchain="proxy", schema_version=SCHEMA_VERSION,
+                          mnemonics=program.mnemonics, functions=program.functions,
+                          function_of=program.function_of, padding=program.padding,
+                          regions_known=program.regions_known, iram_regions=(KERNEL, RUNTIME), cfgs=cfgs,
+                          loop_depth=depth, call_sites=tuple(call_sites(program, cfgs)), ecalls=ecalls)
 
 
 def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
@@ -80,9 +82,12 @@ def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
     program = decode_dpu(image, shorthands)
     cfgs = dpu_cfgs(program)
     depth = np.concatenate([c.instruction_depths(f.count) for c, f in zip(cfgs, program.functions)])
-    return DecodedProgram(image, "upmem", DPU_SCHEMA_VERSION if shorthands else DPU_OPS_SCHEMA_VERSION,
-                          program.mnemonics, program.functions, program.function_of, program.padding, True,
-                          (KERNEL, RUNTIME, SOFTLIB), cfgs, depth, tuple(dpu_call_sites(program)), {})
+    return DecodedProgram(image=image, toolchain="upmem",
+                          schema_version=DPU_SCHEMA_VERSION if shorthands else DPU_OPS_SCHEMA_VERSION,
+                          mnemonics=program.mnemonics, functions=program.functions,
+                          function_of=program.function_of, padding=program.padding,
+                          regions_known=True, iram_regions=(KERNEL, RUNTIME, SOFTLIB), cfgs=cfgs,
+                          loop_depth=depth, call_sites=tuple(dpu_call_sites(program)), ecalls={})
 
 
 def decode(source: str | Path | bytes, *, ecall_header: Path | None = None, name: str | None = None,

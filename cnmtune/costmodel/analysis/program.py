@@ -9,7 +9,10 @@ function in one region: kernel (the user's code), runtime (crt0 and the DPU runt
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from cnmtune.costmodel.analysis.elf import ElfImage
 
@@ -28,10 +31,27 @@ class Function:
     region: str
 
 
-def function_spans(image: ElfImage, n: int,
-                   slot: int = 4) -> tuple[list[tuple[str, int, int]], list[bool]]:
-    """(name, first, last) instruction spans covering the ``n`` instructions of .text (``slot``
-    bytes each) exactly once, and which of them are function symbols.
+def text_functions(image: ElfImage, n: int, region: Callable[[str, int], str], slot: int = 4
+                   ) -> tuple[tuple[Function, ...], list[bool], np.ndarray, np.ndarray]:
+    """The functions covering the ``n`` instructions of .text (``slot`` bytes each) exactly once,
+    each in the region ``region(name, address)`` names; which of them are function symbols; the
+    index into them of every instruction; and which instructions a function symbol covers."""
+    spans, is_symbol = _function_spans(image, n, slot)
+    base = image.text_address
+    functions: list[Function] = []
+    for name, first, last in spans:
+        address = base + slot * first
+        functions.append(Function(name, address, first, last - first, region(name, address)))
+    function_of = np.repeat(np.arange(len(functions), dtype=np.int32), [f.count for f in functions])
+    covered = np.zeros(n, dtype=bool)
+    for (_, first, last), symbol in zip(spans, is_symbol):
+        covered[first:last] = symbol
+    return tuple(functions), is_symbol, function_of, covered
+
+
+def _function_spans(image: ElfImage, n: int, slot: int) -> tuple[list[tuple[str, int, int]], list[bool]]:
+    """(name, first, last) instruction spans covering the ``n`` instructions of .text exactly
+    once, and which of them are function symbols.
 
     A function symbol of size 0 extends to the next function. Words no function covers become
     a span named after a global label at their start (e.g. an assembly ``_start`` without

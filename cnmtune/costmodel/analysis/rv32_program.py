@@ -16,7 +16,7 @@ import capstone
 import numpy as np
 
 from cnmtune.costmodel.analysis.elf import ElfImage, initial_word
-from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, Function, function_spans
+from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, Function, text_functions
 from cnmtune.costmodel.analysis.rv32_isa import OP_AUIPC, OP_LUI, Fields, decode_fields, normalise
 from cnmtune.errors import ElfError
 
@@ -97,16 +97,8 @@ def decode_rv32(image: ElfImage) -> Program:
     """Decode every word of .text and attribute it to a function and a region."""
     words = np.frombuffer(image.text, dtype="<u4")
     n = len(words)
-    spans, is_symbol = function_spans(image, n)
     bounds = region_bounds(image)
-    functions = tuple(Function(name, image.text_address + 4 * first, first, last - first,
-                               _region(image.text_address + 4 * first, bounds))
-                      for name, first, last in spans)
-    function_of = np.repeat(np.arange(len(functions), dtype=np.int32),
-                            [f.count for f in functions])
-    covered = np.zeros(n, dtype=bool)
-    for (_, first, last), symbol in zip(spans, is_symbol):
-        covered[first:last] = symbol
+    functions, _, function_of, covered = text_functions(image, n, lambda _, address: _region(address, bounds))
     capstone_mnemonics, padding = _decode(image, words, covered, functions, function_of)
     fields = decode_fields(words)
     return Program(name=image.name, text_address=image.text_address, words=words, fields=fields,
