@@ -35,7 +35,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 from cnmtune.passes import pipeline_set
-from cnmtune.plugin.dataset.generate import CompileJob, DatasetSpec, RunJob, compile_job, generate, run_job
+from cnmtune.plugin.dataset.generate import DatasetSpec, generate
+from cnmtune.plugin.jobs import CompileJob, RunJob, compile_job, run_job
 from cnmtune.runtime.executor import ProcessExecutor
 from cnmtune.runtime.registry import expand_kernels, find_kernel
 from cnmtune.atomic import atomic_write

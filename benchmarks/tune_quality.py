@@ -28,7 +28,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from cnmtune.atomic import atomic_write
-from cnmtune.plugin.tune.tuner import TuneSpec, tune
+from cnmtune.plugin.tune import TuneSpec, tune
 from cnmtune.runtime.executor import make_executor
 
 

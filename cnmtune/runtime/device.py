@@ -85,6 +85,15 @@ class Device(abc.ABC):
     def log(self, dpu: int) -> str:
         """What the DPU printed (printf/puts) so far."""
 
+    def close(self) -> None:
+        """Release what the device holds (DPUs, a host process); idempotent. Nothing by default."""
+
+    def __enter__(self) -> "Device":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def _check_dpu(self, dpu: int) -> None:
         if not 0 <= dpu < self.nr_dpus:
             raise DeviceError(f"DPU {dpu} does not exist (this device has {self.nr_dpus})")

@@ -79,7 +79,7 @@ def tune_now(source: str, key, cache, fallback: str = DEFAULT_LEVEL):
                f"the workload's defaults; using {fallback}")
         return None
     from cnmtune.errors import ModelError
-    from cnmtune.plugin.tune.tuner import TuneSpec, default_model_path, tune
+    from cnmtune.plugin.tune import TuneSpec, default_model_path, tune
     from cnmtune.runtime.executor import make_executor
     from cnmtune.runtime.toolchain import ProxyToolchain
 

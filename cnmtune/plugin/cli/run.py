@@ -8,12 +8,11 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from cnmtune.errors import CnmtuneError
 from cnmtune.passes import Pipeline
 from cnmtune.plugin.cli.options import kernel_size, parse_defines
 from cnmtune.plugin.cli.output import console, emit_json
 from cnmtune.runtime.registry import find_kernel
-from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+from cnmtune.runtime.toolchain import Variant
 
 
 def run_command(
@@ -31,35 +30,24 @@ def run_command(
     as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of tables"),
 ) -> None:
     """Compile, run on a device (default: the embedded DPU simulator), verify against numpy, report."""
-    from cnmtune.runtime.execute import run_binary, run_on_device
+    from cnmtune.runtime.target import make_target
 
-    if device not in ("sim", "upmem-sim", "upmem-hw"):
-        raise CnmtuneError(f"unknown device {device!r}; choose sim, upmem-sim or upmem-hw")
+    target = make_target(device, sdk_dir=sdk_dir)
     kernel = find_kernel(kernel_dir)
     params = dict(kernel.workload.parse_param(p) for p in param)
     variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, parse_defines(define))
-    if device == "sim":
-        binary = ProxyToolchain().compile(variant)
-        result = run_binary(binary, dpus, kernel_size(kernel, size), seed=seed, params=params)
-    else:
-        from cnmtune.runtime.toolchain import UpmemToolchain
-        from cnmtune.runtime.upmem import UpmemDevice, UpmemSdk
-
-        sdk = UpmemSdk.find(sdk_dir)
-        binary = UpmemToolchain(sdk).compile(variant)
-        with UpmemDevice(dpus, "hw" if device == "upmem-hw" else "simulator", sdk=sdk) as target:
-            result = run_on_device(binary, target, kernel_size(kernel, size), seed=seed, params=params)
+    result = target.run(variant, dpus, kernel_size(kernel, size), seed=seed, params=params)
     if as_json:
         emit_json(result.to_dict())
         return
-    where = f"{dpus} simulated DPU(s)" if device == "sim" else f"{dpus} DPU(s) of {device}"
+    where = f"{dpus} simulated DPU(s)" if target.counts else f"{dpus} DPU(s) of {device}"
     summary = Table(title=f"{result.variant} on {where}, size {result.size:,}: verified", show_header=False)
     rows = [
         ("kernel time (ms)", f"{result.kernel_s * 1e3:.4f}  ({result.launches} launch(es))"),
         ("CPU->DPU transfers (ms)", f"{result.host_to_dpu_s * 1e3:.4f}"),
         ("DPU->CPU transfers (ms)", f"{result.dpu_to_host_s * 1e3:.4f}"),
     ]
-    if device == "sim":  # the UPMEM SDK measures times only; cnmtune's simulator also counts
+    if target.counts:  # the UPMEM SDK measures times only; cnmtune's simulator also counts
         rows += [
             ("cycles (slowest DPU)", f"{result.cycles:,}"),
             ("DPU instructions (issue slots)", f"{result.slots:,.0f}"),
@@ -68,7 +56,7 @@ def run_command(
             ("DMA MRAM->WRAM / WRAM->MRAM (B)", f"{result.dma_read_bytes:,} / {result.dma_write_bytes:,}"),
             ("slots in runtime routines", f"{100 * result.routine_slots / max(result.slots, 1):.1f} %"),
         ]
-    rows.append(("simulation wall time (s)" if device == "sim" else "run wall time (s)", f"{result.wall_s:.2f}"))
+    rows.append(("simulation wall time (s)" if target.counts else "run wall time (s)", f"{result.wall_s:.2f}"))
     for label, value in rows:
         summary.add_row(label, value)
     console.print(summary)

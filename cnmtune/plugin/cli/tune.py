@@ -11,7 +11,7 @@ from rich.table import Table
 
 from cnmtune.plugin.cli.options import int_list, size_value
 from cnmtune.plugin.cli.output import console, emit_json, err_console
-from cnmtune.plugin.tune.tuner import Candidate, TuneReport, TuneSpec, tune
+from cnmtune.plugin.tune import Candidate, TuneReport, TuneSpec, tune
 from cnmtune.runtime.executor import make_executor
 from cnmtune.store import Store
 

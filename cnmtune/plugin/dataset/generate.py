@@ -21,39 +21,22 @@ what every tasklet executes. What repeats across the grid is reused instead: the
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 
-from cnmtune.costmodel import default_schema, extract_features
-from cnmtune.errors import (CnmtuneError, CompileError, IramOverflow, SimFault, SimTimeout,
-                            VerificationError, WramOverflow)
+from cnmtune.costmodel import default_schema
 from cnmtune.passes import pipeline_set
-from cnmtune.runtime.grid import config_grid
+from cnmtune.plugin.jobs import (CompileJob, CompileResult, RunJob, compile_job, kernel_of, record_results,
+                                 run_job)
 from cnmtune.runtime.executor import Executor, Outcome
+from cnmtune.runtime.grid import config_grid
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET
-from cnmtune.runtime.toolchain import ProxyToolchain, Variant
 from cnmtune.store import CompileRecord, RunRecord, Status, Store, defines_key
 
-__all__ = ["DatasetSpec", "GenerationReport", "generate", "sim_config"]
-
-SIM_CONFIGS: dict[str, Callable[[], DpuConfig]] = {
-    "calibrated": DpuConfig.calibrated,
-    "literature": DpuConfig,
-}
-
-
-def sim_config(name: str) -> DpuConfig:
-    """The simulator's timing parameters by name: 'calibrated' (default) or 'literature'."""
-    try:
-        return SIM_CONFIGS[name]()
-    except KeyError:
-        raise CnmtuneError(f"unknown simulator config {name!r}; valid: "
-                           f"{', '.join(SIM_CONFIGS)}") from None
-
+__all__ = ["DatasetSpec", "GenerationReport", "generate"]
 
 @dataclass(frozen=True)
 class DatasetSpec:
@@ -74,38 +57,6 @@ class DatasetSpec:
     def to_dict(self) -> dict:
         """JSON-safe form (recorded with each generation session)."""
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class CompileJob:
-    """Compile one pipeline of one kernel at several tasklet counts."""
-
-    kernel_dir: str
-    pipeline: str
-    tasklets: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class RunJob:
-    """Simulate one binary (rebuilt from a pipeline that made it) at several (DPUs, size) points."""
-
-    kernel_dir: str
-    pipeline: str
-    tasklets: int
-    elf_hash: str
-    points: tuple[tuple[int, int], ...]
-    sim_config: str
-    budget: int
-    input_seed: int
-
-
-@dataclass(frozen=True)
-class CompileResult:
-    """A compile record and, for a usable binary, its features under the default schema."""
-
-    record: CompileRecord
-    features: dict[str, float] | None
-    feature_seconds: float = 0.0
 
 
 @dataclass
@@ -136,82 +87,6 @@ class GenerationReport:
         return 1.0 - self.distinct_points / self.sample_points if self.sample_points else 0.0
 
 
-# ---------------------------------------------------------------------------------- workers
-
-@lru_cache(maxsize=None)
-def _toolchain() -> ProxyToolchain:
-    return ProxyToolchain()
-
-
-@lru_cache(maxsize=64)
-def _kernel(kernel_dir: str) -> Kernel:
-    return Kernel.load(kernel_dir)
-
-
-def _status(exc: CnmtuneError) -> Status:
-    for kind, status in ((IramOverflow, Status.IRAM_OVERFLOW), (WramOverflow, Status.WRAM_OVERFLOW),
-                         (CompileError, Status.COMPILE_ERROR), (SimTimeout, Status.TIMEOUT),
-                         (SimFault, Status.FAULT), (VerificationError, Status.WRONG_RESULT)):
-        if isinstance(exc, kind):
-            return status
-    return Status.ERROR
-
-
-def compile_job(job: CompileJob) -> list[CompileResult]:
-    """Worker side: compile (and extract features of) one pipeline at each tasklet count."""
-    kernel = _kernel(job.kernel_dir)
-    schema = default_schema()
-    out = []
-    for tasklets in job.tasklets:
-        variant = Variant.of(kernel, job.pipeline, tasklets)
-        key = defines_key(dict(variant.defines))
-        start = time.perf_counter()
-        try:
-            binary = _toolchain().compile(variant)
-            built = time.perf_counter()
-            vector = extract_features(binary.elf_path).vector(schema)
-        except CnmtuneError as exc:
-            out.append(CompileResult(CompileRecord(
-                kernel.name, job.pipeline, key, tasklets, None, _status(exc), str(exc),
-                time.perf_counter() - start), None))
-            continue
-        out.append(CompileResult(
-            CompileRecord(kernel.name, job.pipeline, key, tasklets, binary.elf_hash, Status.OK,
-                          "", binary.seconds, 4 * binary.memory.iram_instructions),
-            dict(zip(schema.names, map(float, vector))), time.perf_counter() - built))
-    return out
-
-
-def run_job(job: RunJob) -> list[RunRecord]:
-    """Worker side: rebuild the binary (a build-cache hit where it was compiled) and run it."""
-    from cnmtune.runtime.execute import run_binary
-
-    kernel = _kernel(job.kernel_dir)
-    binary = _toolchain().compile(Variant.of(kernel, job.pipeline, job.tasklets))
-    config = sim_config(job.sim_config)
-    out = []
-    for dpus, size in job.points:
-        def failed(status: Status, error: str, start: float) -> RunRecord:
-            return RunRecord(job.elf_hash, dpus, job.tasklets, size, config.hash, status,
-                             error=error, seconds=time.perf_counter() - start, device="sim")
-        start = time.perf_counter()
-        if binary.elf_hash != job.elf_hash:
-            out.append(failed(Status.ERROR, f"rebuilding {binary.variant.label} gave ELF "
-                              f"{binary.elf_hash[:12]}, recorded {job.elf_hash[:12]}: the build "
-                              "is not reproducible on this worker", start))
-            continue
-        try:
-            result = run_binary(binary, dpus, size, config, job.input_seed, job.budget)
-        except CnmtuneError as exc:
-            out.append(failed(_status(exc), str(exc), start))
-            continue
-        out.append(RunRecord(job.elf_hash, dpus, job.tasklets, size, config.hash, Status.OK,
-                             result.cycles, result.kernel_s,
-                             result.host_to_dpu_s + result.dpu_to_host_s, result.verified, "",
-                             result.wall_s, "sim"))
-    return out
-
-
 # ------------------------------------------------------------------------------ coordinator
 
 @dataclass
@@ -228,7 +103,7 @@ class _Coordinator:
         self.spec, self.store, self.executor = spec, store, executor
         self.progress = progress or (lambda *_: None)
         self.commit_seconds = commit_seconds
-        self.config_hash = sim_config(spec.sim_config).hash
+        self.config_hash = DpuConfig.named(spec.sim_config).hash
         self.schema_hash = default_schema().hash
         self.invalid: dict[str, int] = {}
         self.plans = {plan.kernel.name: plan for plan in map(self._plan, spec.kernels)}
@@ -309,7 +184,7 @@ class _Coordinator:
         if not outcome.ok:
             self.report.task_failures.append(f"{type(job).__name__} {job}: {outcome.error}")
             if isinstance(job, CompileJob):  # the worker died: record each variant as failed
-                kernel = _kernel(job.kernel_dir)
+                kernel = kernel_of(job.kernel_dir)
                 key = defines_key(kernel.workload.resolve_defines())
                 results = [CompileResult(CompileRecord(kernel.name, job.pipeline, key, t, None,
                                                        Status.ERROR, outcome.error), None)
@@ -341,18 +216,6 @@ class _Coordinator:
             self.store.update_generation(self.generation, time.time() - start,
                                          self.report.compiles_done, self.report.runs_done, finished)
         self.pending.clear()
-
-
-def record_results(store: Store, items: Iterable[CompileResult | RunRecord], schema_hash: str) -> None:
-    """Write compile results (with their features under `schema_hash`) and runs in one batch."""
-    with store.batch():
-        for item in items:
-            if isinstance(item, CompileResult):
-                store.record_compile(item.record)
-                if item.features is not None:
-                    store.record_features(item.record.elf_hash, schema_hash, item.features)
-            else:
-                store.record_run(item)
 
 
 def _count(counter: dict[str, int], status: Status) -> None:

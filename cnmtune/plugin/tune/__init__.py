@@ -1,1 +1,12 @@
-"""The autotuner (`cnmtune tune`) and the tuning cache that cnmtune-cc reads."""
+"""The autotuner (`cnmtune tune`) by role, and the tuning cache that cnmtune-cc reads.
+
+space (what is searched), build (compile and features), score (the cost model, fine-tuning),
+measure (runs on the target), record (measure callbacks), report (candidates and the outcome),
+tuner (the loop: TuneSpec, tune), cache (tuned pipelines for cnmtune-cc).
+"""
+
+from cnmtune.plugin.tune.report import Candidate, TuneReport
+from cnmtune.plugin.tune.score import default_model_path
+from cnmtune.plugin.tune.tuner import TuneSpec, tune
+
+__all__ = ["Candidate", "TuneReport", "TuneSpec", "default_model_path", "tune"]

@@ -37,7 +37,8 @@ from cnmtune.errors import CnmtuneError, KernelError
 from cnmtune.runtime.toolchain.cache import content_key, default_cache_dir
 
 if TYPE_CHECKING:
-    from cnmtune.plugin.tune.tuner import Candidate, TuneReport, TuneSpec
+    from cnmtune.plugin.tune.report import Candidate, TuneReport
+    from cnmtune.plugin.tune.tuner import TuneSpec
     from cnmtune.runtime.kernel import Kernel
     from cnmtune.runtime.workload import DefineValue, Workload
 

@@ -17,8 +17,10 @@ and is what the simulator uses unless told otherwise.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
+from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.sim.routines import RoutineKind
 
 
@@ -140,6 +142,21 @@ class DpuConfig:
         )
         return cls(**calibrated.FIELDS, routine_costs=costs)
 
+    @classmethod
+    def named(cls, name: str) -> "DpuConfig":
+        """A named configuration: 'calibrated' (the default everywhere) or 'literature'."""
+        try:
+            return NAMED_CONFIGS[name](cls)
+        except KeyError:
+            raise CnmtuneError(f"unknown simulator config {name!r}; valid: {', '.join(NAMED_CONFIGS)}") from None
+
     def with_(self, **changes) -> "DpuConfig":
         """A copy with some constants changed (sweeps, calibration)."""
         return replace(self, **changes)
+
+
+# The configurations users name (--sim-config): the calibrated constants, or the literature values alone.
+NAMED_CONFIGS: dict[str, Callable[[type[DpuConfig]], DpuConfig]] = {
+    "calibrated": lambda cls: cls.calibrated(),
+    "literature": lambda cls: cls(),
+}

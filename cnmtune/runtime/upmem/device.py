@@ -168,12 +168,6 @@ class UpmemDevice(Device):
         if host is not None:
             host.close()
 
-    def __enter__(self) -> "UpmemDevice":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def __del__(self) -> None:
         try:
             self.close()

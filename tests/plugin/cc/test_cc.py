@@ -170,7 +170,7 @@ def test_cache_lookup_record_and_replace(tmp_path):
 
 
 def test_record_tune_keeps_the_choice_unless_the_default_ran_faster(tmp_path, va):
-    from cnmtune.plugin.tune.tuner import Candidate, TuneReport, TuneSpec
+    from cnmtune.plugin.tune import Candidate, TuneReport, TuneSpec
     from cnmtune.plugin.tune.cache import record_tune
 
     def candidate(pipelines, tasklets, dpus, seconds):

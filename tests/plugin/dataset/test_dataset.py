@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from cnmtune.costmodel import default_schema
-from cnmtune.plugin.dataset.generate import DatasetSpec, generate, sim_config
+from cnmtune.plugin.dataset.generate import DatasetSpec, generate
+from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.executor import DaskExecutor, InlineExecutor
 from cnmtune.store import Status, Store
 
@@ -110,7 +111,7 @@ def test_every_variant_compiled_featured_and_simulated(small_va):
         points_per_tasklets = {1: 1, 2: 2}
         binaries = {(c.elf_hash, c.tasklets) for c in compiles}
         assert len(runs) == sum(points_per_tasklets[t] for _, t in binaries)
-        assert all(r.ok and r.config_hash == sim_config("calibrated").hash for r in runs)
+        assert all(r.ok and r.config_hash == DpuConfig.named("calibrated").hash for r in runs)
         train = store.training_view()
     assert len(train) == 6 * 3 and report.sample_points == 18
     assert report.dedup_fraction == pytest.approx(1 - len(runs) / 18)

@@ -14,7 +14,7 @@ from cnmtune.costmodel import L2PModel
 from cnmtune.costmodel.learn.checkpoint import save_checkpoint
 from cnmtune.costmodel.learn.samples import input_columns
 from cnmtune.errors import ModelError
-from cnmtune.plugin.tune.tuner import TuneSpec, tune
+from cnmtune.plugin.tune import TuneSpec, tune
 from cnmtune.runtime.executor import InlineExecutor
 from cnmtune.store import Store
 

@@ -1,0 +1,141 @@
+"""Compile and run jobs that worker processes execute, shared by dataset generation and the tuner.
+
+A ``CompileJob`` builds one pipeline of one kernel at several tasklet counts and reads each
+binary's features; a ``RunJob`` rebuilds one binary (a build-cache hit on the worker that
+compiled it) and runs it on the simulator at several (DPUs, size) points. Failures come back as
+records with their reason, never as exceptions, so a batch goes on. Only the coordinator writes
+the store (``record_results``), in one transaction per batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from cnmtune.costmodel import default_schema, extract_features
+from cnmtune.errors import (CnmtuneError, CompileError, IramOverflow, SimFault, SimTimeout,
+                            VerificationError, WramOverflow)
+from cnmtune.runtime.kernel import Kernel
+from cnmtune.runtime.target import SimTarget
+from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+from cnmtune.store import CompileRecord, RunRecord, Status, Store, defines_key
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    """Compile one pipeline of one kernel at several tasklet counts."""
+
+    kernel_dir: str
+    pipeline: str
+    tasklets: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """Simulate one binary (rebuilt from a pipeline that made it) at several (DPUs, size) points."""
+
+    kernel_dir: str
+    pipeline: str
+    tasklets: int
+    elf_hash: str
+    points: tuple[tuple[int, int], ...]
+    sim_config: str
+    budget: int
+    input_seed: int
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """A compile record and, for a usable binary, its features under the default schema."""
+
+    record: CompileRecord
+    features: dict[str, float] | None
+    feature_seconds: float = 0.0
+
+
+@lru_cache(maxsize=None)
+def _toolchain() -> ProxyToolchain:
+    return ProxyToolchain()
+
+
+@lru_cache(maxsize=64)
+def kernel_of(kernel_dir: str) -> Kernel:
+    """The kernel of a directory, loaded once per process."""
+    return Kernel.load(kernel_dir)
+
+
+def _status(exc: CnmtuneError) -> Status:
+    for kind, status in ((IramOverflow, Status.IRAM_OVERFLOW), (WramOverflow, Status.WRAM_OVERFLOW),
+                         (CompileError, Status.COMPILE_ERROR), (SimTimeout, Status.TIMEOUT),
+                         (SimFault, Status.FAULT), (VerificationError, Status.WRONG_RESULT)):
+        if isinstance(exc, kind):
+            return status
+    return Status.ERROR
+
+
+def compile_job(job: CompileJob) -> list[CompileResult]:
+    """Worker side: compile (and extract features of) one pipeline at each tasklet count."""
+    kernel = kernel_of(job.kernel_dir)
+    schema = default_schema()
+    out = []
+    for tasklets in job.tasklets:
+        variant = Variant.of(kernel, job.pipeline, tasklets)
+        key = defines_key(dict(variant.defines))
+        start = time.perf_counter()
+        try:
+            binary = _toolchain().compile(variant)
+            built = time.perf_counter()
+            vector = extract_features(binary.elf_path).vector(schema)
+        except CnmtuneError as exc:
+            out.append(CompileResult(CompileRecord(
+                kernel.name, job.pipeline, key, tasklets, None, _status(exc), str(exc),
+                time.perf_counter() - start), None))
+            continue
+        out.append(CompileResult(
+            CompileRecord(kernel.name, job.pipeline, key, tasklets, binary.elf_hash, Status.OK,
+                          "", binary.seconds, 4 * binary.memory.iram_instructions),
+            dict(zip(schema.names, map(float, vector))), time.perf_counter() - built))
+    return out
+
+
+def run_job(job: RunJob) -> list[RunRecord]:
+    """Worker side: rebuild the binary (a build-cache hit where it was compiled) and run it."""
+    kernel = kernel_of(job.kernel_dir)
+    binary = _toolchain().compile(Variant.of(kernel, job.pipeline, job.tasklets))
+    target = SimTarget(job.sim_config, job.budget)
+    config = target.config
+    out = []
+    for dpus, size in job.points:
+        def failed(status: Status, error: str, start: float) -> RunRecord:
+            return RunRecord(job.elf_hash, dpus, job.tasklets, size, config.hash, status,
+                             error=error, seconds=time.perf_counter() - start, device=target.name)
+        start = time.perf_counter()
+        if binary.elf_hash != job.elf_hash:
+            out.append(failed(Status.ERROR, f"rebuilding {binary.variant.label} gave ELF "
+                              f"{binary.elf_hash[:12]}, recorded {job.elf_hash[:12]}: the build "
+                              "is not reproducible on this worker", start))
+            continue
+        try:
+            result = target.run_binary(binary, dpus, size, job.input_seed)
+        except CnmtuneError as exc:
+            out.append(failed(_status(exc), str(exc), start))
+            continue
+        out.append(RunRecord(job.elf_hash, dpus, job.tasklets, size, config.hash, Status.OK,
+                             result.cycles, result.kernel_s,
+                             result.host_to_dpu_s + result.dpu_to_host_s, result.verified, "",
+                             result.wall_s, target.name))
+    return out
+
+
+def record_results(store: Store, items: Iterable[CompileResult | RunRecord], schema_hash: str) -> None:
+    """Write compile results (with their features under `schema_hash`) and runs in one batch."""
+    with store.batch():
+        for item in items:
+            if isinstance(item, CompileResult):
+                store.record_compile(item.record)
+                if item.features is not None:
+                    store.record_features(item.record.elf_hash, schema_hash, item.features)
+            else:
+                store.record_run(item)
