@@ -7,24 +7,33 @@
   mean log baseline in the training set, so it only makes sense in-distribution).
 - ``RandomBaseline``: seeded random scores; only its ranking metrics mean anything.
 
-Each has ``fit(train_set, val_set)`` and ``predict(X) -> Prediction``, like a CostModel.
+Each is a CostModel (cnmtune.costmodel.learn.cost_model): ``fit(train_set, val_set)`` trains
+it, ``update(samples)`` refits it on measured samples, ``predict(X) -> Prediction``, and
+``save``/``load`` without pickle: the trees as an ONNX tree ensemble (scored by the same
+Scorer as L2P models; cnmtune.costmodel.learn.tree_onnx), the other two as JSON.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import time
+from pathlib import Path
 
 import numpy as np
-import torch
 
+from cnmtune.costmodel.learn import model_format as fmt
+from cnmtune.costmodel.learn.cost_model import CostModel, read_json, save_json
 from cnmtune.costmodel.learn.prediction import Prediction
-from cnmtune.costmodel.learn.prior import AnalyticalPrior
-from cnmtune.costmodel.learn.samples import TARGETS, SampleSet
+from cnmtune.costmodel.learn.samples import TARGETS, SampleSet, input_columns
+from cnmtune.costmodel.learn.scorer import Scorer
+from cnmtune.errors import ModelError
 
 
-class GbtBaseline:
+class GbtBaseline(CostModel):
     """One HistGradientBoostingRegressor per log target on the raw input columns."""
+
+    kind = "gbt"
 
     def __init__(self, max_iter: int = 1000, learning_rate: float = 0.1, max_leaf_nodes: int = 63,
                  seed: int = 0, threads: int | None = 1):
@@ -35,12 +44,14 @@ class GbtBaseline:
         self.seed = seed
         self.models: list = []
         self.seconds = 0.0
+        self.scorer: Scorer | None = None  # a loaded model scores with onnxruntime
 
     def fit(self, train_set: SampleSet, val_set: SampleSet, chunk: int = 25, patience: int = 4) -> GbtBaseline:
         """Fit on ``train_set``, adding ``chunk`` trees at a time; keep the ensemble with the lowest
         ``val_set`` loss, stop after ``patience`` chunks without improvement (or at ``max_iter``)."""
         from threadpoolctl import threadpool_limits
 
+        self.schema, self.scorer = train_set.schema, None
         with threadpool_limits(limits=self.threads, user_api="openmp"):
             return self._fit(train_set, val_set, chunk, patience)
 
@@ -68,28 +79,77 @@ class GbtBaseline:
 
     def predict(self, X: np.ndarray) -> Prediction:
         """Predicted log targets for rows of ``X``."""
+        if self.scorer is not None:
+            return self.scorer.predict(X)
+        if not self.models:
+            raise ModelError("the gradient-boosted trees are not trained: fit or load them first")
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=self.threads, user_api="openmp"):
             out = np.column_stack([m.predict(X) for m in self.models]).astype(np.float32)
         return Prediction(out, TARGETS)
 
+    def update(self, samples: SampleSet, seed: int = 0) -> dict:
+        """Refit on ``samples``: trees on 3/5 of them, early stopping on 1/5 (a 3:1:1 split)."""
+        train_set, val_set, _ = samples.split(seed)
+        self.fit(train_set, val_set)
+        return {"refit_on": len(train_set), "validated_on": len(val_set),
+                "trees": [m.n_iter_ for m in self.models]}
 
-class AnalyticalBaseline:
+    def save(self, path: str | os.PathLike) -> Path:
+        """The trees as an ONNX tree ensemble with the cost-model metadata."""
+        from cnmtune.costmodel.learn.tree_onnx import tree_ensemble_graph
+
+        if not self.models:
+            raise ModelError("the gradient-boosted trees are not trained: nothing to save")
+        columns = input_columns(self.schema)
+        config = {"max_iter": self.max_iter, "learning_rate": self.learning_rate,
+                  "max_leaf_nodes": self.max_leaf_nodes, "seed": self.seed}
+        return fmt.write_model(tree_ensemble_graph(self.models, len(columns)), path, schema=self.schema,
+                               columns=columns, targets=TARGETS, toolchain_kind="", llvm_version="",
+                               data_hash="", metrics={}, config=config, kind=self.kind)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, expect_schema_hash: str | None = None) -> GbtBaseline:
+        scorer = Scorer(path, expect_schema_hash=expect_schema_hash)
+        if scorer.kind != cls.kind:
+            raise ModelError(f"{path} holds a {scorer.kind} cost model, not gradient-boosted trees")
+        return cls.from_scorer(scorer)
+
+    @classmethod
+    def from_scorer(cls, scorer: Scorer) -> GbtBaseline:
+        """A GbtBaseline answering from an ONNX tree ensemble already loaded."""
+        config = scorer.metadata[fmt.KEY_CONFIG]
+        model = cls(config["max_iter"], config["learning_rate"], config["max_leaf_nodes"], config["seed"])
+        model.schema, model.scorer = scorer.schema, scorer
+        return model
+
+
+class AnalyticalBaseline(CostModel):
     """The prior's log total cycles, fitted to each log target by a line (a, b) on training data."""
+
+    kind = "analytical"
 
     def __init__(self):
         self.coef = np.zeros((len(TARGETS), 2))
-        self.prior: AnalyticalPrior | None = None
+        self.prior = None  # AnalyticalPrior over the training columns
 
     def _log_total(self, X: np.ndarray) -> np.ndarray:
+        import torch
+
         with torch.no_grad():
             return self.prior(torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)))[:, 2].numpy()
 
+    def _configure(self, columns: tuple[str, ...]) -> None:
+        from cnmtune.costmodel.learn.prior import AnalyticalPrior
+
+        self.prior = AnalyticalPrior(len(columns))
+        self.prior.configure(columns)
+
     def fit(self, train_set: SampleSet, val_set: SampleSet | None = None) -> AnalyticalBaseline:
         """Least-squares line from the prior's log total to each log target."""
-        self.prior = AnalyticalPrior(train_set.X.shape[1])
-        self.prior.configure(train_set.columns)
+        self.schema = train_set.schema
+        self._configure(train_set.columns)
         x = self._log_total(train_set.X).astype(np.float64)
         design = np.column_stack([x, np.ones_like(x)])
         for i in range(len(TARGETS)):
@@ -98,21 +158,63 @@ class AnalyticalBaseline:
 
     def predict(self, X: np.ndarray) -> Prediction:
         """Predicted log targets for rows of ``X``."""
+        if self.prior is None:
+            raise ModelError("the analytical baseline is not fitted: fit or load it first")
         x = self._log_total(X).astype(np.float64)
         return Prediction(np.column_stack([a * x + b for a, b in self.coef]).astype(np.float32), TARGETS)
 
+    def update(self, samples: SampleSet, seed: int = 0) -> dict:
+        """Refit both lines on ``samples``."""
+        self.fit(samples)
+        return {"refit_on": len(samples), "coef": self.coef.tolist()}
 
-class RandomBaseline:
+    def save(self, path: str | os.PathLike) -> Path:
+        """The two lines and the feature schema, as JSON."""
+        if self.prior is None:
+            raise ModelError("the analytical baseline is not fitted: nothing to save")
+        return save_json(path, self.kind, self.schema, {"coef": self.coef.tolist()})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, expect_schema_hash: str | None = None) -> AnalyticalBaseline:
+        schema, parameters = read_json(Path(path), cls.kind, expect_schema_hash)
+        model = cls()
+        model.schema, model.coef = schema, np.asarray(parameters["coef"], dtype=np.float64)
+        model._configure(input_columns(schema))
+        return model
+
+
+class RandomBaseline(CostModel):
     """Uniformly random log targets: the ranking a tuner gets without a model."""
+
+    kind = "random"
 
     def __init__(self, seed: int = 0):
         self.seed = seed
 
     def fit(self, train_set: SampleSet | None = None, val_set: SampleSet | None = None) -> RandomBaseline:
-        """Nothing to learn."""
+        """Nothing to learn; remembers the schema of the rows."""
+        self.schema = train_set.schema if train_set is not None else self.schema
         return self
 
     def predict(self, X: np.ndarray) -> Prediction:
         """Seeded random scores, one per row (same seed, same scores)."""
         rng = np.random.default_rng(self.seed)
         return Prediction(rng.uniform(-1.0, 1.0, size=(len(X), len(TARGETS))).astype(np.float32), TARGETS)
+
+    def update(self, samples: SampleSet, seed: int = 0) -> dict:
+        """Nothing to learn from samples."""
+        self.fit(samples)
+        return {"learnt": "nothing"}
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """The seed and the feature schema, as JSON."""
+        if self.schema is None:
+            raise ModelError("the random baseline has no feature schema yet: fit it on samples first")
+        return save_json(path, self.kind, self.schema, {"seed": self.seed})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, expect_schema_hash: str | None = None) -> RandomBaseline:
+        schema, parameters = read_json(Path(path), cls.kind, expect_schema_hash)
+        model = cls(int(parameters["seed"]))
+        model.schema = schema
+        return model

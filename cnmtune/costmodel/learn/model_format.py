@@ -1,10 +1,21 @@
 """The contract of an exported cost-model file: graph names, opset and metadata keys.
 
-Shared by the exporter (which writes it) and the scorer (which checks it); no torch, no
-onnxruntime. Every metadata value is JSON text.
+Shared by the exporters (``write_model``: the L2P network, the tree ensemble) and the scorer
+(which checks it); no torch, no onnxruntime. Every metadata value is JSON text.
 """
 
 from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import onnx
+
+from cnmtune import __version__
+from cnmtune.atomic import atomic_write
+from cnmtune.costmodel.analysis.schema import FeatureSchema
 
 #: Tag of the file layout below; a scorer refuses any other.
 MODEL_FORMAT = "cnmtune-l2p-onnx-1"
@@ -24,6 +35,8 @@ KEY_DATA_HASH = "cnmtune.training_data_hash"
 KEY_METRICS = "cnmtune.metrics"
 KEY_CONFIG = "cnmtune.model_config"          # L2PConfig.to_dict()
 
+#: Optional: which CostModel wrote the graph ("l2p" when absent, "gbt" for the tree ensemble).
+KEY_KIND = "cnmtune.model_kind"
 #: Optional: how the weights were quantised ({"scheme": "dynamic-int8", ...}); absent in fp32 files.
 KEY_QUANTIZATION = "cnmtune.quantization"
 #: Suffix of the quantised companion of X.onnx: X.int8.onnx.
@@ -31,3 +44,28 @@ INT8_SUFFIX = ".int8.onnx"
 
 REQUIRED_KEYS = (KEY_FORMAT, KEY_VERSION, KEY_SCHEMA, KEY_COLUMNS, KEY_TARGETS, KEY_TOOLCHAIN,
                  KEY_DATA_HASH, KEY_METRICS, KEY_CONFIG)
+
+
+def write_model(graph: onnx.ModelProto, path: str | os.PathLike, *, schema: FeatureSchema,
+                columns: Sequence[str], targets: Sequence[str],
+                toolchain_kind: str, llvm_version: str, data_hash: str, metrics: dict | None, config: dict,
+                kind: str | None = None) -> Path:
+    """Add the metadata a Scorer checks to a cost-model graph (input ``features``, output
+    ``log_targets``), check it and write it atomically; ``kind`` names a model other than L2P."""
+    metadata = {
+        KEY_FORMAT: MODEL_FORMAT,
+        KEY_VERSION: __version__,
+        KEY_SCHEMA: schema.to_dict(),
+        KEY_COLUMNS: list(columns),
+        KEY_TARGETS: list(targets),
+        KEY_TOOLCHAIN: {"kind": toolchain_kind, "llvm_version": llvm_version},
+        KEY_DATA_HASH: data_hash,
+        KEY_METRICS: metrics or {},
+        KEY_CONFIG: config,
+        **({KEY_KIND: kind} if kind else {}),
+    }
+    for key, value in metadata.items():
+        graph.metadata_props.add(key=key, value=json.dumps(value, sort_keys=True))
+    graph.producer_name, graph.producer_version = "cnmtune", __version__
+    onnx.checker.check_model(graph)
+    return atomic_write(path, graph.SerializeToString())

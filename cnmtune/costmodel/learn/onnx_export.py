@@ -70,23 +70,9 @@ def export_onnx(model: L2PModel, path: str | os.PathLike, *, schema: FeatureSche
             folded, (torch.zeros(2, model.n_inputs),), buffer, dynamo=False, opset_version=fmt.OPSET,
             input_names=[fmt.INPUT_NAME], output_names=[fmt.OUTPUT_NAME],
             dynamic_axes={fmt.INPUT_NAME: {0: fmt.BATCH_AXIS}, fmt.OUTPUT_NAME: {0: fmt.BATCH_AXIS}})
-    graph = onnx.load_model_from_string(buffer.getvalue())
-    metadata = {
-        fmt.KEY_FORMAT: fmt.MODEL_FORMAT,
-        fmt.KEY_VERSION: __version__,
-        fmt.KEY_SCHEMA: schema.to_dict(),
-        fmt.KEY_COLUMNS: list(columns),
-        fmt.KEY_TARGETS: list(model.config.targets),
-        fmt.KEY_TOOLCHAIN: {"kind": toolchain_kind, "llvm_version": llvm_version},
-        fmt.KEY_DATA_HASH: data_hash,
-        fmt.KEY_METRICS: metrics or {},
-        fmt.KEY_CONFIG: model.config.to_dict(),
-    }
-    for key, value in metadata.items():
-        graph.metadata_props.add(key=key, value=json.dumps(value, sort_keys=True))
-    graph.producer_name, graph.producer_version = "cnmtune", __version__
-    onnx.checker.check_model(graph)
-    return atomic_write(path, graph.SerializeToString())
+    return fmt.write_model(onnx.load_model_from_string(buffer.getvalue()), path, schema=schema, columns=columns,
+                       targets=model.config.targets, toolchain_kind=toolchain_kind, llvm_version=llvm_version,
+                       data_hash=data_hash, metrics=metrics, config=model.config.to_dict())
 
 
 def int8_path(path: str | os.PathLike) -> Path:

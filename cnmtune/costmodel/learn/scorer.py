@@ -110,6 +110,12 @@ class Scorer:
         return self.metadata[fmt.KEY_DATA_HASH]
 
     @property
+    def kind(self) -> str:
+        """Which cost model the graph is: 'l2p' (the network) or 'gbt' (the tree ensemble)."""
+        raw = self._session.get_modelmeta().custom_metadata_map.get(fmt.KEY_KIND)
+        return json.loads(raw) if raw else "l2p"
+
+    @property
     def quantization(self) -> dict | None:
         """How the weights were quantised (``{"scheme": "dynamic-int8", ...}``), None for fp32."""
         return self._quantization
