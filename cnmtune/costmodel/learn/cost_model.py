@@ -7,7 +7,7 @@ metadata (scored by onnxruntime, ``Scorer``), the analytical and random baseline
 
 - ``predict(X) -> Prediction``; ``update(samples) -> dict`` (what it learnt, JSON-safe);
   ``save(path)``; ``load(path, expect_schema_hash)`` refuses a model of another feature schema.
-- cnmtune.costmodel.learn.models: ``create(kind)`` by name, ``load_model(path)`` by file.
+- cnmtune.costmodel.learn.models: ``create_model(kind)`` by name, ``load_model(path)`` by file.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cost models by name and by file: ``create(kind)`` and ``load_model(path)``."""
+"""Cost models by name and by file: ``create_model(kind)`` and ``load_model(path)``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from cnmtune.errors import ModelError
 CREATABLE: dict[str, type[CostModel]] = {c.kind: c for c in (GbtBaseline, AnalyticalBaseline, RandomBaseline)}
 
 
-def create(kind: str, **options) -> CostModel:
+def create_model(kind: str, **options) -> CostModel:
     """An untrained model of ``kind`` ('gbt', 'analytical', 'random') with its options."""
     if kind not in CREATABLE:
         hint = " (train an L2P model with `cnmtune model train`, then load it)" if kind == "l2p" else ""

@@ -12,14 +12,16 @@ One tune of a kernel at one problem size:
    the default build (O2, 16 tasklets, the grid's largest DPU count) for reference, in predicted
    order until the optional execution time budget is spent; the fastest verified run is chosen.
 With a store, every compile, feature vector and run is recorded and a later tune of the same
-kernel re-uses the recorded runs instead of executing again.
-The roles are modules of this package: space (what is searched), build (compile and features),
-score (the cost model, fine-tuning), measure (runs on the target), record (measure callbacks),
-report (candidates and the outcome); this module is the loop between them. On a UPMEM device ('upmem-sim',
+kernel re-uses the recorded runs instead of executing again. On a UPMEM target ('upmem-sim',
 'upmem-hw') candidates are still scored from their proxy binaries' features (the model's
 schema) and each chosen pipeline is rebuilt with the UPMEM SDK and measured there, one at a
-time in this process; UPMEM runs are not recorded in the store, which keys runs by proxy ELF. ``exhaustive`` also runs every
-candidate, to measure the regret of the top-k choice and how much faster the tuner was.
+time in this process; UPMEM runs are not recorded in the store, which keys runs by proxy ELF.
+``exhaustive`` also runs every candidate, to measure the regret of the top-k choice and how
+much faster the tuner was.
+
+The roles are modules of this package: space (what is searched), build (compile and features),
+score (the cost model, fine-tuning), measure (runs on the target), record (measure callbacks),
+report (candidates and the outcome); this module is the loop between them.
 """
 
 from __future__ import annotations

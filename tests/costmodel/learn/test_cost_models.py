@@ -9,7 +9,7 @@ import pytest
 
 from cnmtune.costmodel.learn.checkpoint import save_checkpoint
 from cnmtune.costmodel.learn.cost_model import CostModel, L2PCostModel
-from cnmtune.costmodel.learn.models import create, load_model
+from cnmtune.costmodel.learn.models import create_model, load_model
 from cnmtune.costmodel.learn.onnx_export import export_onnx
 from cnmtune.costmodel.learn.samples import TARGETS
 from cnmtune.errors import ModelError, SchemaMismatch
@@ -29,7 +29,7 @@ def fitted(request, splits, trained, samples, tmp_path) -> CostModel:
         save_checkpoint(path.with_suffix(".pt"), trained.model, {"data_hash": train_set.data_hash})
         return L2PCostModel.load(path)
     options = {"max_iter": 50} if kind == "gbt" else {}
-    return create(kind, **options).fit(train_set, val_set)
+    return create_model(kind, **options).fit(train_set, val_set)
 
 
 @pytest.mark.parametrize("fitted", KINDS, indirect=True)
@@ -84,14 +84,14 @@ def test_l2p_update_needs_its_own_checkpoint(splits, trained, samples, tmp_path)
 
 def test_unknown_kinds_are_refused_by_name():
     with pytest.raises(ModelError, match="unknown cost model kind 'nope'; valid: gbt, analytical, random"):
-        create("nope")
+        create_model("nope")
     with pytest.raises(ModelError, match="cnmtune model train"):
-        create("l2p")
+        create_model("l2p")
 
 
 def test_the_tree_ensemble_scores_like_scikit_learn(splits, tmp_path):
     train_set, val_set, test_set = splits
-    gbt = create("gbt", max_iter=50).fit(train_set, val_set)
+    gbt = create_model("gbt", max_iter=50).fit(train_set, val_set)
     loaded = load_model(gbt.save(tmp_path / "gbt.onnx"))
     assert loaded.scorer is not None and loaded.scorer.kind == "gbt"
     X = np.concatenate([train_set.X, val_set.X, test_set.X])  # thresholds are hit exactly on training rows
