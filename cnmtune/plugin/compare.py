@@ -64,7 +64,7 @@ def comparison_table(compiled: list[CompiledVariant]) -> Table:
         table.add_row(f"calls {callee}", *(str(item.features.kernel_calls.get(callee, 0)) for item in compiled))
     mnemonics = sorted(
         {m for item in compiled for m in item.features.kernel_histogram},
-        key=lambda m: -max(item.features.kernel_histogram.get(m, 0) for item in compiled),
+        key=lambda m: (-max(item.features.kernel_histogram.get(m, 0) for item in compiled), m),
     )
     table.add_section()
     for mnemonic in mnemonics:
