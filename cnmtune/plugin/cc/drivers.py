@@ -1,9 +1,10 @@
 """cnmtune-cc's two back ends: the proxy toolchain and the UPMEM SDK, one source or link at a time.
 
 Both run the stages of their cnmtune toolchain (cnmtune.runtime.toolchain: ProxyToolchain's
-frontend flags, emit_ir, optimize, codegen and link; UpmemToolchain's frontend, optimize,
-codegen and link command lines), with the user's flags in place of a kernel variant's, so a
-build through cnmtune-cc gives the same program as ``cnmtune compile``. Outputs appear only
+front-end flags and command line, optimize, codegen and link command line; UpmemToolchain's
+frontend, optimize, codegen and link command lines), with the user's flags in place of a kernel
+variant's, so a build through cnmtune-cc gives the same program as ``cnmtune compile``; the
+driver runs each command itself to echo it under -v and to report the tool's own diagnostics. Outputs appear only
 when complete (written beside the target, then renamed).
 """
 
@@ -41,27 +42,30 @@ class ProxyDriver:
             print(" ".join(shlex.quote(a) for a in [str(zig.zig_executable()), *args]), file=sys.stderr)
         return zig.run(args)
 
-    def _cc(self, flags: list[str], source: str) -> list[str]:
+    def _cc(self, source: str, level: list[str], flags: list[str]) -> list[str]:
         """A `zig cc` command line of the proxy front end with the user's flags and warnings."""
         from cnmtune.runtime.toolchain.proxy import frontend_flags
 
         inv = self.inv
-        return ["cc", *frontend_flags([*flags, *inv.pp_flags, *inv.cc_flags], warnings=True), source]
+        return ["cc", *frontend_flags(level, [*inv.pp_flags, *inv.cc_flags, *flags], warnings=True), source]
 
-    def _run(self, args: list[str]) -> None:
+    def _run(self, args: list[str]) -> str:
+        """Run zig; the diagnostics of a failure are BuildFailed, else the warnings are returned."""
         from cnmtune.runtime.toolchain.proxy import diagnostics
 
         result = self._zig(args)
         if result.returncode != 0:
             raise BuildFailed(diagnostics(result.stderr) or f"zig {args[0]} failed (exit code {result.returncode})")
-        _report(diagnostics(result.stderr))
+        return diagnostics(result.stderr)
 
     def preprocess(self, source: str, output: str | None, dep_args: list[str]) -> None:
         """-E, -M or -MM: the preprocessed source or its dependencies, on stdout or in `output`."""
         from cnmtune.runtime.toolchain.proxy import diagnostics
 
-        args = self._cc([*(["-E"] if self.inv.deps.preprocess is None else []), *dep_args], source)
-        result = self._zig([*args, *(["-o", output] if output else [])])
+        args = [*self._cc(source, [], dep_args), *(["-o", output] if output else [])]
+        if self.inv.deps.preprocess is None:
+            args.insert(1, "-E")
+        result = self._zig(args)
         if result.returncode != 0:
             raise BuildFailed(diagnostics(result.stderr))
         sys.stdout.write(result.stdout)
@@ -70,26 +74,23 @@ class ProxyDriver:
     def depfile(self, source: str, target_file: Path, dep_args: list[str]) -> None:
         """Write the make dependency file of `source` (zig cc takes -MD only without -o, so the
         dependencies are listed by a preprocessor-only run)."""
-        self._run(self._cc([*dep_args, "-MF", str(target_file)], source))
+        self._run(self._cc(source, [], [*dep_args, "-MF", str(target_file)]))
 
     def compile(self, source: str, kind: str, output: Path, emit: str) -> None:
         """Compile one source into `output`; emit is 'obj', 'asm', 'llvm-bc' or 'llvm-ll'."""
-        from cnmtune.runtime.toolchain.proxy import emit_ir
-
         inv = self.inv
-        if kind == "asm":
-            with tempfile.TemporaryDirectory(prefix="cnmtune-cc-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="cnmtune-cc-") as tmp:
+            if kind == "asm":
                 out = Path(tmp) / "out.o"
                 language = ["-x", inv.language] if inv.language else []
-                self._run([*self._cc(["-O2"], source)[:-1], *language, "-S" if emit == "asm" else "-c", source,
-                           "-o", str(out)])
+                _report(self._run([*self._cc(source, ["-O2"], [*language, "-S" if emit == "asm" else "-c"]),
+                                   "-o", str(out)]))
                 publish_file(out, output)
-            return
-        if inv.verbose:
-            print(f"{PROG}: zig cc: front end of {source}", file=sys.stderr)
-        ir, warnings = emit_ir(Path(source), [*inv.pp_flags, *inv.cc_flags, *(["-x", "c"] if inv.language == "c"
-                                                                               else [])], source, warnings=True)
-        _report(warnings)
+                return
+            ll = Path(tmp) / "out.ll"
+            flags = [*inv.pp_flags, *inv.cc_flags, *(["-x", "c"] if inv.language == "c" else [])]
+            _report(self._run(self.toolchain.frontend_args(Path(source), ll, flags, warnings=True)))
+            ir = ll.read_text()
         pipeline = choose_pipeline(inv, source, self.kind)
         if inv.verbose:
             print(f"{PROG}: llvmlite: pipeline {pipeline.text}, rv32i code generation at "
@@ -107,7 +108,7 @@ class ProxyDriver:
         tasklets, stack = tasklet_config(self.inv)
         with tempfile.TemporaryDirectory(prefix="cnmtune-cc-ld-") as tmp:
             out = Path(tmp) / "out.elf"
-            self.toolchain.link(objects, out, tasklets, stack, str(output), self.inv.ld_args)
+            self._run(self.toolchain.link_args(objects, out, tasklets, stack, self.inv.ld_args))
             try:
                 check_capacity(read_memory_use(out), str(output))
             except CnmtuneError as exc:
@@ -141,12 +142,13 @@ class UpmemDriver:
         except OSError as exc:
             raise ToolchainMissing(f"cannot run {args[0]}: {exc}") from exc
 
-    def _check(self, args: list[str]) -> None:
+    def _check(self, args: list[str]) -> str:
+        """Run an SDK tool; its diagnostics on failure are BuildFailed, else its warnings are returned."""
         proc = self._run(args)
         if proc.returncode != 0:
             raise BuildFailed((proc.stderr or proc.stdout).strip()
                               or f"{Path(args[0]).name} failed (exit code {proc.returncode})")
-        _report(proc.stderr.strip())
+        return proc.stderr.strip()
 
     def preprocess(self, source: str, output: str | None, dep_args: list[str]) -> None:
         """-E, -M or -MM: the preprocessed source or its dependencies, on stdout or in `output`."""
@@ -171,11 +173,11 @@ class UpmemDriver:
         with tempfile.TemporaryDirectory(prefix="cnmtune-cc-upmem-") as tmp:
             out = Path(tmp) / "out"
             if kind == "asm":
-                self._check([self.clang, *flags, "-S" if emit == "asm" else "-c", source, "-o", str(out)])
+                _report(self._check([self.clang, *flags, "-S" if emit == "asm" else "-c", source, "-o", str(out)]))
                 publish_file(out, output)
                 return
             bitcode = Path(tmp) / "out.bc"
-            self._check(toolchain.frontend_args(Path(source), bitcode, flags))
+            _report(self._check(toolchain.frontend_args(Path(source), bitcode, flags)))
             opt_args = toolchain.opt.pipeline_args(choose_pipeline(inv, source, self.kind))
             if opt_args:
                 optimized = Path(tmp) / "opt.bc"

@@ -12,6 +12,11 @@ from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.workload import DefineValue, check_tasklets
 
 
+def tasklet_defines(nr_tasklets: int, stack_size: int) -> list[str]:
+    """The -D flags that size a DPU program's tasklets, at its compile and (SDK) link."""
+    return [f"-DNR_TASKLETS={nr_tasklets}", f"-DSTACK_SIZE_DEFAULT={stack_size}"]
+
+
 @dataclass(frozen=True)
 class Variant:
     """One compile of a kernel: pass pipeline, tasklet count and preprocessor defines."""
@@ -39,7 +44,7 @@ class Variant:
 
     def define_flags(self) -> list[str]:
         """The -D flags for the front end, NR_TASKLETS and STACK_SIZE_DEFAULT included."""
-        flags = [f"-DNR_TASKLETS={self.nr_tasklets}", f"-DSTACK_SIZE_DEFAULT={self.stack_size}"]
+        flags = tasklet_defines(self.nr_tasklets, self.stack_size)
         for key, value in self.defines:
             flags.append(f"-D{key}" if value is None else f"-D{key}={value}")
         return flags

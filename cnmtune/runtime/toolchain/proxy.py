@@ -1,10 +1,11 @@
 """The embedded default toolchain: UPMEM-style C compiled for an rv32i proxy of the DPU.
 
 Four stages, each public so that cnmtune-cc runs exactly the same ones: ``frontend`` (C -> LLVM
-IR with zig's clang at -O0 without optnone, the L2P protocol; ``emit_ir`` for any source and
-flags), ``optimize`` (the pass pipeline in-process with llvmlite), ``codegen`` (rv32i object
-code, assembly or bitcode with llvmlite) and ``link`` (ld.lld with cnmtune's DPU linker script
-and runtime). ``compile(variant)`` composes them; every stage is cached by content hash.
+IR with zig's clang at -O0 without optnone, the L2P protocol; ``frontend_args`` is its command
+line for any source and flags), ``optimize`` (the pass pipeline in-process with llvmlite),
+``codegen`` (rv32i object code, assembly or bitcode with llvmlite) and ``link`` (ld.lld with
+cnmtune's DPU linker script and runtime; ``link_args`` is its command line). ``compile(variant)``
+composes them; every stage is cached by content hash.
 """
 
 from __future__ import annotations
@@ -62,39 +63,11 @@ def diagnostics(stderr: str) -> str:
     return "\n".join(line for line in stderr.splitlines() if _ZIG_NOISE not in line).strip()
 
 
-def frontend_flags(flags: Sequence[str] = (), *, warnings: bool = False) -> list[str]:
-    """`zig cc` flags of every proxy front-end run: the rv32 target, a freestanding DPU build and
-    cnmtune's UPMEM headers, then `flags` (-O, -D, -I, ...); warnings silenced unless `warnings`."""
-    return [*(f for f in FRONTEND_FLAGS if warnings or f != "-w"), f"-I{INCLUDE_DIR}", *flags]
-
-
-def emit_ir(source: Path, flags: Sequence[str], label: str, *, warnings: bool = False) -> tuple[str, str]:
-    """The front end on one C source: (LLVM IR at -O0 without optnone, the compiler's warnings).
-
-    ``flags`` are the -D/-I/... of the build; a source that does not compile is a CompileError
-    named ``label`` with the compiler's diagnostics.
-    """
-    with tempfile.TemporaryDirectory(prefix="cnmtune-cc-") as tmp:
-        out = Path(tmp) / "out.ll"
-        result = zig.run(["cc", *frontend_flags([*IR_FLAGS, *flags], warnings=warnings), "-S", "-emit-llvm",
-                          str(source), "-o", str(out)])
-        if result.returncode != 0:
-            raise CompileError(f"{label}: {source.name} does not compile", diagnostics(result.stderr))
-        return out.read_text(), diagnostics(result.stderr)
-
-
-def link_args(objects: Sequence[Path], runtime: Sequence[Path], nr_tasklets: int, stack_size: int,
-              output: Path, extra: Sequence[str] = ()) -> list[str]:
-    """`zig ld.lld` arguments of a DPU-proxy link: cnmtune's linker script, the tasklet symbols,
-    the objects (then `extra`, e.g. -L/-l), cnmtune's DPU runtime and zig's compiler_rt."""
-    # --discard-locals drops assembler temporaries (.L*), as the UPMEM SDK link does;
-    # compiler_rt alone would leave ~5,000 of them in .symtab.
-    return [
-        "ld.lld", "-m", "elf32lriscv", "-static", "--gc-sections", "--strip-debug", "--discard-locals",
-        "-T", str(LINKER_SCRIPT), f"--defsym=NR_TASKLETS={nr_tasklets}",
-        f"--defsym=STACK_SIZE_DEFAULT={stack_size}", "-o", str(output),
-        *map(str, objects), *extra, *map(str, runtime), str(zig.compiler_rt_archive()),
-    ]
+def frontend_flags(level: Sequence[str] = (), flags: Sequence[str] = (), *, warnings: bool = False) -> list[str]:
+    """`zig cc` flags of every proxy front-end run: the rv32 target and a freestanding DPU build,
+    the optimisation `level` flags, cnmtune's UPMEM headers, then `flags` (-D, -I, ...); warnings
+    are silenced unless `warnings`."""
+    return [*(f for f in FRONTEND_FLAGS if not warnings or f != "-w"), *level, f"-I{INCLUDE_DIR}", *flags]
 
 
 class ProxyToolchain(Toolchain):
@@ -145,14 +118,26 @@ class ProxyToolchain(Toolchain):
         elf_hash = hashlib.sha256(elf_path.read_bytes()).hexdigest()
         return Binary(variant, elf_path, elf_hash, self.identity, memory, time.perf_counter() - start, cached)
 
+    def frontend_args(self, source: Path, output: Path, flags: Sequence[str] = (), *,
+                      warnings: bool = False) -> list[str]:
+        """Stage 1's `zig cc` command line: C -> LLVM IR at -O0 without optnone; `flags` are the
+        build's -D/-I/... (a variant's include directories and defines)."""
+        return ["cc", *frontend_flags(IR_FLAGS, flags, warnings=warnings), "-S", "-emit-llvm", str(source),
+                "-o", str(output)]
+
     def frontend(self, variant: Variant, source: Path) -> str:
         """Stage 1: LLVM IR of one source of the variant at -O0 without optnone (cached)."""
         flags = [*(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags()]
         key = content_key(self.identity, _dpu_tree_digest(), variant.kernel.digest(),
-                          str(source.relative_to(variant.kernel.root)), *frontend_flags([*IR_FLAGS, *flags]))
+                          str(source.relative_to(variant.kernel.root)), *frontend_flags(IR_FLAGS, flags))
         if (hit := self.cache.get("ir", key, ".ll")) is not None:
             return hit.decode()
-        ir, _ = emit_ir(source, flags, variant.label)
+        with tempfile.TemporaryDirectory(prefix="cnmtune-cc-") as tmp:
+            out = Path(tmp) / "out.ll"
+            result = zig.run(self.frontend_args(source, out, flags))
+            if result.returncode != 0:
+                raise CompileError(f"{variant.label}: {source.name} does not compile", diagnostics(result.stderr))
+            ir = out.read_text()
         self.cache.put("ir", key, ".ll", ir.encode())
         return ir
 
@@ -200,13 +185,26 @@ class ProxyToolchain(Toolchain):
                 self.cache.put("runtime", key, f"-{source.name}.o", out.read_bytes())
         return objects
 
+    def link_args(self, objects: Sequence[Path], output: Path, nr_tasklets: int, stack_size: int,
+                  extra: Sequence[str] = ()) -> list[str]:
+        """Stage 4's `zig ld.lld` command line: cnmtune's linker script, the tasklet symbols, the
+        objects (then `extra`, e.g. -L/-l), cnmtune's DPU runtime and zig's compiler_rt."""
+        # --discard-locals drops assembler temporaries (.L*), as the UPMEM SDK link does;
+        # compiler_rt alone would leave ~5,000 of them in .symtab.
+        return [
+            "ld.lld", "-m", "elf32lriscv", "-static", "--gc-sections", "--strip-debug", "--discard-locals",
+            "-T", str(LINKER_SCRIPT), f"--defsym=NR_TASKLETS={nr_tasklets}",
+            f"--defsym=STACK_SIZE_DEFAULT={stack_size}", "-o", str(output),
+            *map(str, objects), *extra, *map(str, self.runtime_objects()), str(zig.compiler_rt_archive()),
+        ]
+
     def link(self, objects: Sequence[Path], output: Path, nr_tasklets: int, stack_size: int, label: str,
              extra: Sequence[str] = ()) -> None:
         """Stage 4: link objects with cnmtune's DPU runtime into `output` (written atomically);
         `extra` are further linker arguments (-L, -l, ...). A failed link is a LinkError."""
         with tempfile.TemporaryDirectory(prefix="cnmtune-ld-") as tmp:
             out = Path(tmp) / "out.elf"
-            result = zig.run(link_args(objects, self.runtime_objects(), nr_tasklets, stack_size, out, extra))
+            result = zig.run(self.link_args(objects, out, nr_tasklets, stack_size, extra))
             if result.returncode != 0:
                 raise LinkError(f"{label}: link failed", diagnostics(result.stderr))
             output.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,9 @@ The L2P protocol, with the SDK's tools (FACTS.md §9; DESIGN.md "Real UPMEM"):
    SDK's DPURTE.cpp), and -disable-llvm-passes keeps clang from optimising the IR again, so
    the pipeline alone decides the IR; -O<cg> only sets the code generator's level.
 Every stage is cached by content (as in the proxy toolchain); the SDK version, the opt version
-and the code-generation level are part of every key.
+and the code-generation level are part of every key. The stages (``frontend``, ``optimize``,
+``link``) and their command lines (``frontend_args``, ``optimize_args``, ``codegen_args``,
+``link_args``) are public so that cnmtune-cc runs exactly the same ones.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from cnmtune.errors import (
     ToolchainMissing,
     WramOverflow,
 )
-from cnmtune.runtime.toolchain.base import Binary, Toolchain, Variant
+from cnmtune.runtime.toolchain.base import Binary, Toolchain, Variant, tasklet_defines
 from cnmtune.runtime.toolchain.cache import BuildCache, content_key
 from cnmtune.runtime.toolchain.dpu_layout import read_dpu_memory_use
 from cnmtune.runtime.toolchain.opt import OptTool, is_unknown_pass_error
@@ -44,11 +46,6 @@ from cnmtune.runtime.upmem.sdk import UpmemSdk
 _IRAM = re.compile(r"[^\n]*(?:region '?iram'?|'?iram'? overflowed|iram[^\n]*overflow)[^\n]*", re.I)
 _WRAM = re.compile(r"[^\n]*(?:region '?wram'?|'?wram'? overflowed|wram[^\n]*overflow)[^\n]*", re.I)
 TOOL_TIMEOUT_S = 600
-
-
-def tasklet_defines(nr_tasklets: int, stack_size: int) -> list[str]:
-    """The -D flags that size a DPU program's tasklets at its link (the SDK's convention)."""
-    return [f"-DNR_TASKLETS={nr_tasklets}", f"-DSTACK_SIZE_DEFAULT={stack_size}"]
 
 
 def _run(args: list[str], what: str) -> subprocess.CompletedProcess:
@@ -111,8 +108,8 @@ class UpmemToolchain(Toolchain):
         cached = elf_path.is_file()
         if not cached:
             opt_args = self.opt.pipeline_args(variant.pipeline)  # an unknown pass fails before any compile
-            bitcode = [self._optimized(variant, source, opt_args) for source in variant.kernel.sources]
-            self._link(variant, bitcode, elf_path)
+            bitcode = [self.optimize(variant, source, opt_args) for source in variant.kernel.sources]
+            self.link(bitcode, elf_path, variant.nr_tasklets, variant.stack_size, variant.label)
         memory = read_dpu_memory_use(elf_path)
         elf_hash = hashlib.sha256(elf_path.read_bytes()).hexdigest()
         return Binary(variant, elf_path, elf_hash, self.identity, memory, time.perf_counter() - start, cached)
@@ -157,7 +154,9 @@ class UpmemToolchain(Toolchain):
             _stage(out, path)
         return path
 
-    def _optimized(self, variant: Variant, source: Path, opt_args: list[str]) -> Path:
+    def optimize(self, variant: Variant, source: Path, opt_args: Sequence[str]) -> Path:
+        """Stage 2: cached bitcode of one source of the variant after the SDK's opt with `opt_args`
+        (opt.pipeline_args of its pipeline); the front end's own bitcode when they are empty."""
         ir = self.frontend(variant, source)
         if not opt_args:
             return ir
@@ -178,16 +177,18 @@ class UpmemToolchain(Toolchain):
             _stage(out, path)
         return path
 
-    def _link(self, variant: Variant, bitcode: list[Path], elf_path: Path) -> None:
+    def link(self, bitcode: Sequence[Path], output: Path, nr_tasklets: int, stack_size: int, label: str) -> None:
+        """Stages 3 and 4 in one SDK call, as the SDK builds a program: code generation of the
+        optimised bitcode and the link with the tasklet defines into `output` (written atomically).
+        A full IRAM or WRAM is an IramOverflow or WramOverflow, any other failure a LinkError."""
         with tempfile.TemporaryDirectory(prefix="cnmtune-upmem-ld-") as tmp:
             out = Path(tmp) / "out.elf"
-            proc = _run(self.codegen_args(bitcode, out, tasklet_defines(variant.nr_tasklets, variant.stack_size)),
-                        variant.label)
+            proc = _run(self.codegen_args(bitcode, out, tasklet_defines(nr_tasklets, stack_size)), label)
             if proc.returncode != 0 or not out.is_file():
                 diagnostics = (proc.stderr or proc.stdout).strip()
                 if match := _IRAM.search(diagnostics):
-                    raise IramOverflow(f"{variant.label}: IRAM overflow (UPMEM SDK linker): {match.group(0).strip()}")
+                    raise IramOverflow(f"{label}: IRAM overflow (UPMEM SDK linker): {match.group(0).strip()}")
                 if match := _WRAM.search(diagnostics):
-                    raise WramOverflow(f"{variant.label}: WRAM overflow (UPMEM SDK linker): {match.group(0).strip()}")
-                raise LinkError(f"{variant.label}: link failed (UPMEM SDK)", diagnostics)
-            _stage(out, elf_path)
+                    raise WramOverflow(f"{label}: WRAM overflow (UPMEM SDK linker): {match.group(0).strip()}")
+                raise LinkError(f"{label}: link failed (UPMEM SDK)", diagnostics)
+            _stage(out, output)
