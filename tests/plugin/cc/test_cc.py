@@ -233,6 +233,16 @@ def test_broken_c_prints_the_compiler_diagnostics_and_exits_1(run_cc, tmp_path):
     assert not (tmp_path / "bad.o").exists() and not (tmp_path / "bad.d").exists()
 
 
+def test_warnings_are_shown_and_the_compile_goes_on(run_cc, tmp_path):
+    (tmp_path / "warn.c").write_text("int f(int a) { int x; if (a) x = 1; return x; }\n"
+                                     "int main(void) { return f(1); }\n")
+    result = run_cc("-Wall", "-c", "warn.c", "-o", "warn.o", CNMTUNE_TUNING_CACHE="0")
+    assert result.returncode == 0 and (tmp_path / "warn.o").is_file()
+    assert "warn.c:1:27: warning: variable 'x' is used uninitialized whenever 'if' condition is false" \
+        in result.stderr
+    assert "1 warning generated." in result.stderr and "zig:" not in result.stderr
+
+
 def test_link_errors_exit_1(run_cc, tmp_path):
     (tmp_path / "nomain.c").write_text("int helper(void) { return 1; }\n")
     assert run_cc("-c", "nomain.c", "-o", "nomain.o").returncode == 0
