@@ -145,8 +145,11 @@ class L2PCostModel(CostModel):
             if path.resolve() != self.path.resolve():
                 shutil.copyfile(self.path, path)
             return path
+        from cnmtune.costmodel.learn.checkpoint import save_checkpoint
         from cnmtune.costmodel.learn.onnx_export import export_onnx
 
+        # the fine-tuned weights go beside the graph too, so the saved model can be updated again
+        save_checkpoint(path.with_suffix(".pt"), self.tuned, {"data_hash": self.scorer.data_hash})
         toolchain = self.scorer.toolchain
         return export_onnx(self.tuned, path, schema=self.schema, toolchain_kind=toolchain["kind"],
                            llvm_version=toolchain["llvm_version"], data_hash=self.scorer.data_hash,

@@ -82,6 +82,20 @@ def test_l2p_update_needs_its_own_checkpoint(splits, trained, samples, tmp_path)
         model.update(splits[1])
 
 
+def test_a_fine_tuned_l2p_model_saves_its_checkpoint_and_updates_again(splits, trained, samples, tmp_path):
+    train_set, val_set, test_set = splits
+    path = export_onnx(trained.model, tmp_path / "l2p.onnx", schema=samples.schema, toolchain_kind="proxy",
+                       llvm_version="22.1.0", data_hash=train_set.data_hash)
+    save_checkpoint(path.with_suffix(".pt"), trained.model, {"data_hash": train_set.data_hash})
+    model = L2PCostModel.load(path)
+    model.update(val_set)
+    saved = L2PCostModel.load(model.save(tmp_path / "tuned.onnx"))
+    assert saved.checkpoint.is_file()
+    np.testing.assert_allclose(saved.predict(test_set.X).log_targets, model.predict(test_set.X).log_targets,
+                               atol=1e-4)
+    assert saved.update(val_set)["samples"] == len(val_set)
+
+
 def test_unknown_kinds_are_refused_by_name():
     with pytest.raises(ModelError, match="unknown cost model kind 'nope'; valid: gbt, analytical, random"):
         create_model("nope")
