@@ -9,8 +9,8 @@ from cnmtune.costmodel.analysis.rv32_program import Program, decode_rv32
 from cnmtune.costmodel.analysis.elf import ElfImage, FunctionSymbol
 
 BASE = 0x80000000
-REG = {"zero": 0, "ra": 1, "sp": 2, "s0": 8, "a0": 10, "a1": 11, "a2": 12, "a3": 13,
-       "a5": 15, "a7": 17, "t0": 5, "t1": 6, "t2": 7}
+REG = {"zero": 0, "ra": 1, "sp": 2, "s0": 8, "a0": 10, "a1": 11, "a2": 12, "a3": 13, "a4": 14,
+       "a5": 15, "a6": 16, "a7": 17, "t0": 5, "t1": 6, "t2": 7}
 
 
 def _i(op: int, f3: int, rd: int, rs1: int, imm: int) -> int:
@@ -58,6 +58,10 @@ def assemble(lines: list) -> list[int]:
     encoders: dict[str, Callable] = {
         "addi": lambda i, rd, rs, imm: _i(0x13, 0, REG[rd], REG[rs], imm),
         "add": lambda i, rd, rs1, rs2: REG[rs2] << 20 | REG[rs1] << 15 | REG[rd] << 7 | 0x33,
+        "sub": lambda i, rd, rs1, rs2: 0x20 << 25 | REG[rs2] << 20 | REG[rs1] << 15 | REG[rd] << 7 | 0x33,
+        "slt": lambda i, rd, rs1, rs2: REG[rs2] << 20 | REG[rs1] << 15 | 2 << 12 | REG[rd] << 7 | 0x33,
+        "sltu": lambda i, rd, rs1, rs2: REG[rs2] << 20 | REG[rs1] << 15 | 3 << 12 | REG[rd] << 7 | 0x33,
+        "slli": lambda i, rd, rs, shamt: _i(0x13, 1, REG[rd], REG[rs], shamt & 0x1F),
         "lui": lambda i, rd, imm: (imm & 0xFFFFF) << 12 | REG[rd] << 7 | 0x37,
         "lw": lambda i, rd, rs, imm: _i(0x03, 2, REG[rd], REG[rs], imm),
         "sw": lambda i, rs2, rs, imm: _s(2, REG[rs], REG[rs2], imm),

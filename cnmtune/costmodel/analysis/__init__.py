@@ -8,5 +8,6 @@
 - footprint: static WRAM/MRAM use and the tasklet configuration
 - frontend: the decoded-program interface and the two front-ends behind it
 - features: ONE features_of(program) for both ISAs, and extract_features(elf)
+- lowering, lowering_rules: the DPU code the UPMEM compiler would emit for a proxy binary
 - schema: the feature vector's columns (FeatureSchema) for proxy and DPU features
 """

@@ -55,6 +55,8 @@ def features_command(
     as_json: bool = typer.Option(False, "--json", help="print the full feature record as JSON"),
     underlying: bool = typer.Option(False, "--underlying",
                                     help="DPU ELFs: count shorthands (move, jeq, jump, ...) as the operation they encode"),
+    lowered: bool = typer.Option(False, "--lowered",
+                                 help="proxy ELFs: also the DPU code the UPMEM compiler would emit (lowering model)"),
 ) -> None:
     """Static features of an ELF: opcode histogram, runtime calls, loops, footprints."""
     from cnmtune.costmodel import extract_features
@@ -62,9 +64,12 @@ def features_command(
 
     found = extract_features(elf, shorthands=not underlying)
     schema = schema_for(found.schema_version, found.loop_weight)
+    dpu_code = _lowered(elf, found) if lowered else None
     if as_json:
         record = found.to_dict()
         record["feature_schema"] = {"version": schema.version, "hash": schema.hash, "columns": len(schema)}
+        if dpu_code is not None:
+            record["lowered"] = dpu_code
         emit_json(record)
         return
     summary = Table(title=f"{elf.name}: {found.machine}, schema {schema.version} ({schema.hash})", show_header=False)
@@ -84,6 +89,32 @@ def features_command(
     for mnemonic, count in sorted(found.kernel_histogram.items(), key=lambda kv: -kv[1]):
         histogram.add_row(mnemonic, str(count), f"{found.weighted_kernel_histogram.get(mnemonic, 0):.0f}",
                           str(found.histogram.get(mnemonic, 0)))
+    console.print(histogram)
+    if dpu_code is not None:
+        _print_lowered(dpu_code)
+
+
+def _lowered(elf: Path, found) -> dict:
+    """The lowering model's view of a proxy ELF; a real DPU ELF is DPU code already."""
+    from cnmtune.costmodel.analysis.lowering import lowered_summary
+
+    if found.toolchain != "proxy":
+        raise CnmtuneError(f"{elf}: --lowered applies to proxy ELFs; this one already holds DPU code")
+    return lowered_summary(elf)
+
+
+def _print_lowered(dpu_code: dict) -> None:
+    sizes = Table(title="as DPU code (lowering model)")
+    for column in ("code", "rv32i", "DPU"):
+        sizes.add_column(column, justify="left" if column == "code" else "right")
+    for label, key in (("kernel", "kernel"), ("IRAM (kernel + runtime)", "iram")):
+        sizes.add_row(label, str(dpu_code[f"{key}_rv32_instructions"]), str(dpu_code[f"{key}_dpu_instructions"]))
+    console.print(sizes)
+    histogram = Table(title="kernel DPU instructions")
+    histogram.add_column("mnemonic")
+    histogram.add_column("count", justify="right")
+    for mnemonic, count in sorted(dpu_code["kernel_histogram"].items(), key=lambda kv: (-kv[1], kv[0])):
+        histogram.add_row(mnemonic, str(count))
     console.print(histogram)
 
 

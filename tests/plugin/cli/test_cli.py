@@ -28,6 +28,18 @@ def va_elf(tmp_path_factory) -> Path:
     return out
 
 
+def test_features_lowered_shows_the_dpu_code_of_a_proxy_elf(va_elf):
+    result = cnmtune("features", str(va_elf), "--lowered", "--json")
+    assert result.returncode == 0, result.stderr
+    lowered = json.loads(result.stdout)["lowered"]
+    assert 0 < lowered["kernel_dpu_instructions"] < lowered["kernel_rv32_instructions"]
+    assert lowered["iram_dpu_instructions"] < lowered["iram_rv32_instructions"]
+    assert sum(lowered["kernel_histogram"].values()) == lowered["kernel_dpu_instructions"]
+    assert {"ld", "sd", "call"} <= set(lowered["kernel_histogram"]) and "one-to-one" in lowered["rules"]
+    table = cnmtune("features", str(va_elf), "--lowered")
+    assert "IRAM (kernel + runtime)" in table.stdout and "lsl_add" in table.stdout
+
+
 def test_compile_then_features_json(va_elf):
     result = cnmtune("features", str(va_elf), "--json")
     assert result.returncode == 0, result.stderr

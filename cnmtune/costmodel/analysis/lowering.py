@@ -1,0 +1,247 @@
+"""The DPU lowering model: the DPU instructions the UPMEM compiler would emit for a proxy binary.
+
+The proxy executes rv32i, a DPU what the UPMEM compiler emits, and the two streams differ
+where the DPU ISA does more per instruction: an ALU op carries a condition and a jump target,
+a compare-and-jump takes a register or an immediate, ``lsl_add`` shifts and adds, a 32-bit
+constant is one ``move``, and a 64-bit add or subtract keeps its carry in the flags
+(``addc``/``subc``). ``lower(program)`` walks every basic block of a decoded rv32i program and
+gives each instruction the DPU instructions it stands for in its context: 1 where the DPU does
+the same work in one instruction, 0 where a neighbour absorbs it (the rules, with their sources
+and status, are in cnmtune.costmodel.analysis.lowering_rules). A temporary is only fused away
+when it is dead afterwards, by a liveness analysis over the function's CFG.
+
+Not modelled yet (rv32i and DPU counts are taken as equal there): 64-bit compares and shifts,
+narrow multiplies on the 8x8 multipliers, and the runtime routines' own bodies (the simulator
+prices __mulsi3, __divsi3, ... by their UPMEM cost already, cnmtune.runtime.sim.config).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
+from cnmtune.costmodel.analysis.lowering_rules import RULES
+from cnmtune.costmodel.analysis.rv32_isa import (OP_AUIPC, OP_BRANCH, OP_IMM, OP_JAL, OP_JALR, OP_LOAD, OP_LUI,
+                                                 OP_REG, OP_STORE, OP_SYSTEM)
+from cnmtune.costmodel.analysis.elf import load_elf
+from cnmtune.costmodel.analysis.program import KERNEL, RUNTIME
+from cnmtune.costmodel.analysis.rv32_program import Program, decode_rv32
+
+RA = 1
+_ALL = (1 << 32) - 2  # every register but x0
+_ARGS = sum(1 << r for r in range(10, 18))  # a0..a7
+_CALLER_SAVED = sum(1 << r for r in (1, 5, 6, 7, *range(10, 18), *range(28, 32)))
+# what the caller still reads after a return or a jump out: ra, sp, gp, tp and s0..s11 (ilp32)
+_PRESERVED = sum(1 << r for r in (1, 2, 3, 4, 8, 9, *range(18, 28)))
+_RETURN_VALUES = (1 << 10) | (1 << 11)  # a0, a1
+_DPU_NAME = {"addi": "add", "add": "add", "sub": "sub", "andi": "and", "and": "and", "ori": "or", "or": "or",
+             "xori": "xor", "xor": "xor", "slli": "lsl", "sll": "lsl", "srli": "lsr", "srl": "lsr",
+             "srai": "asr", "sra": "asr", "lb": "lbs", "lbu": "lbu", "lh": "lhs", "lhu": "lhu", "lw": "lw",
+             "sb": "sb", "sh": "sh", "sw": "sw", "beq": "jeq", "bne": "jneq", "blt": "jlts", "bge": "jges",
+             "bltu": "jltu", "bgeu": "jgeu", "lui": "move", "auipc": "move", "slt": "sub", "sltu": "sub",
+             "slti": "sub", "sltiu": "sub", "ecall": "call", "ebreak": "fault", "fence": "nop"}
+_SET_LESS = {"slt": "jlts", "sltu": "jltu", "slti": "jlts", "sltiu": "jltu"}
+_SET_GREATER_EQUAL = {"slt": "jges", "sltu": "jgeu", "slti": "jges", "sltiu": "jgeu"}
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """Per rv32i instruction: the DPU instructions it stands for, its DPU mnemonic ('' when a
+    neighbour absorbs it) and the rule that decided."""
+
+    slots: np.ndarray  # int8
+    mnemonics: tuple[str, ...]
+    rules: tuple[str, ...]
+
+    def histogram(self, mask: np.ndarray | None = None) -> dict[str, int]:
+        """DPU mnemonic -> DPU instructions, over the instructions of ``mask`` (default: all)."""
+        counts: Counter[str] = Counter()
+        for i in (range(len(self.slots)) if mask is None else np.flatnonzero(mask).tolist()):
+            if self.slots[i]:
+                counts[self.mnemonics[i]] += int(self.slots[i])
+        return dict(counts)
+
+
+def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None) -> Lowering:
+    """Lower every instruction of ``program`` (its functions' CFGs: ``cfgs``, computed if absent)."""
+    if cfgs is None:
+        cfgs = loop_depths(program)[1]
+    n = len(program.mnemonics)
+    slots = np.where(program.padding, 0, 1).astype(np.int8)
+    names = [_name(program, i) for i in range(n)]
+    rules = ["one-to-one"] * n
+    for function, cfg in zip(program.functions, cfgs):
+        live_after = _liveness(program, function.first, function.count, cfg)
+        for start, end in _blocks(function.first, function.count, cfg):
+            _fuse_block(program, start, end, live_after, slots, names, rules)
+    return Lowering(slots, tuple(name if s else "" for name, s in zip(names, slots)), tuple(rules))
+
+
+def _name(program: Program, i: int) -> str:
+    mnemonic = program.mnemonics[i]
+    op, rd = program.fields.opcode[i], program.fields.rd[i]
+    if op in (OP_JAL, OP_JALR):
+        return "call" if rd != 0 else "jump"
+    return _DPU_NAME.get(mnemonic, mnemonic)
+
+
+def _blocks(first: int, count: int, cfg: FunctionCfg) -> list[tuple[int, int]]:
+    bounds = [*cfg.leaders, count]
+    return [(first + a, first + b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _uses_defs(program: Program, i: int) -> tuple[int, int]:
+    """Registers instruction ``i`` reads and writes, as bit masks (x0 never counts)."""
+    f = program.fields
+    op, rd, rs1, rs2 = f.opcode[i], f.rd[i], f.rs1[i], f.rs2[i]
+    bit = lambda r: (1 << r) & _ALL  # noqa: E731
+    if op == OP_REG:
+        return bit(rs1) | bit(rs2), bit(rd)
+    if op in (OP_IMM, OP_LOAD):
+        return bit(rs1), bit(rd)
+    if op in (OP_STORE, OP_BRANCH):
+        return bit(rs1) | bit(rs2), 0
+    if op in (OP_LUI, OP_AUIPC):
+        return 0, bit(rd)
+    if op in (OP_JAL, OP_JALR) and rd == RA:  # a call: reads its arguments, clobbers caller-saved
+        return _ARGS | (bit(rs1) if op == OP_JALR else 0), _CALLER_SAVED
+    if op == OP_JALR and rs1 == RA and rd == 0:  # return: the result and what the caller preserved
+        return _RETURN_VALUES | _PRESERVED, 0
+    if op == OP_JALR:  # a tail call or an indirect jump: arguments and preserved registers
+        return _ARGS | _PRESERVED | bit(rs1), bit(rd)
+    if op == OP_SYSTEM:  # ecall: a service reads its arguments and answers in a0
+        return _ARGS, 1 << 10
+    return 0, bit(rd)
+
+
+def _liveness(program: Program, first: int, count: int, cfg: FunctionCfg) -> dict[int, int]:
+    """Registers live after each instruction of one function (backward dataflow over its CFG)."""
+    blocks = _blocks(first, count, cfg)
+    succs: list[list[int]] = [[] for _ in blocks]
+    for b, preds in enumerate(cfg.preds):
+        for p in preds:
+            succs[p].append(b)
+    effects = {i: _uses_defs(program, i) for i in range(first, first + count)}
+    live_in = [0] * len(blocks)
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(range(len(blocks))):
+            live = 0
+            for s in succs[b]:
+                live |= live_in[s]
+            for i in reversed(range(*blocks[b])):
+                uses, defs = effects[i]
+                live = (live & ~defs) | uses
+            if live != live_in[b]:
+                live_in[b], changed = live, True
+    after: dict[int, int] = {}
+    for b, (start, end) in enumerate(blocks):
+        live = 0
+        for s in succs[b]:
+            live |= live_in[s]
+        for i in reversed(range(start, end)):
+            after[i] = live
+            uses, defs = effects[i]
+            live = (live & ~defs) | uses
+    return after
+
+
+def _fuse_block(program: Program, start: int, end: int, live_after: dict[int, int], slots: np.ndarray,
+                names: list[str], rules: list[str]) -> None:
+    """Apply the fusion rules to the instructions [start, end) of one basic block."""
+    f, m = program.fields, program.mnemonics
+    dead = lambda reg, i: not (live_after[i] >> reg) & 1  # noqa: E731
+    for i in range(start, end - 1):
+        j = i + 1
+        if not slots[i] or not slots[j]:
+            continue
+        op_i, rd = f.opcode[i], f.rd[i]
+        if m[j] in ("beq", "bne") and rd and f.rs2[j] == 0 and f.rs1[j] == rd:
+            if m[i] in _SET_LESS and dead(rd, j):  # slt t, a, b; bnez t -> jlts a, b
+                _apply("compare-jump", (i, j), slots, rules)
+                names[j] = (_SET_LESS if m[j] == "bne" else _SET_GREATER_EQUAL)[m[i]]
+            elif op_i in (OP_REG, OP_IMM) and m[i] not in _SET_LESS:  # add r, r, -1; bnez r -> add ..., nz
+                _apply("alu-condition", (i, j), slots, rules)
+        elif m[i] == "slli" and m[j] == "add" and rd in (f.rs1[j], f.rs2[j]) and rd != 0 \
+                and (rd == f.rd[j] or dead(rd, j)) and f.rs1[j] != f.rs2[j]:
+            _apply("lsl-add", (i, j), slots, rules)
+            names[j] = "lsl_add"
+        elif op_i == OP_LUI and m[j] == "addi" and f.rd[j] == rd and f.rs1[j] == rd:
+            _apply("constant", (i, j), slots, rules)
+        elif op_i == OP_AUIPC and f.opcode[j] == OP_JALR and f.rs1[j] == rd and f.rd[j] == RA:
+            _apply("call", (i, j), slots, rules)
+    _fuse_carries(program, start, end, live_after, slots, names, rules)
+    _fuse_pairs(program, start, end, slots, names, rules)
+
+
+def _fuse_carries(program: Program, start: int, end: int, live_after: dict[int, int], slots: np.ndarray,
+                  names: list[str], rules: list[str]) -> None:
+    """64-bit add/sub on register pairs: the carry (borrow) that sltu computes and the high word
+    adds (subtracts) is the DPU's addc (subc) flag."""
+    f, m = program.fields, program.mnemonics
+    for i in range(start, end):
+        if m[i] != "sltu" or rules[i] != "one-to-one" or not f.rd[i]:
+            continue
+        c, a, b = f.rd[i], f.rs1[i], f.rs2[i]
+        # carry: the low add s = x + y just before, and sltu c, s, x|y
+        low = i - 1 if i > start and m[i - 1] == "add" and f.rd[i - 1] == a and b in (f.rs1[i - 1], f.rs2[i - 1]) \
+            else None
+        kind = "carry" if low is not None else "borrow"
+        if low is None:  # borrow: sltu c, a, b and the low sub s = a - b in the same block
+            low = next((k for k in range(i + 1, end) if m[k] == "sub" and (f.rs1[k], f.rs2[k]) == (a, b)), None)
+        use = next((k for k in range(i + 1, end) if c in (f.rs1[k], f.rs2[k])), None)
+        op = "add" if kind == "carry" else "sub"
+        if low is None or use is None or m[use] != op or (live_after[use] >> c) & 1:
+            continue
+        members = (low, i, use) if kind == "carry" else (i, low, use)
+        if any(rules[k] != "one-to-one" for k in members):  # already part of another pattern
+            continue
+        _apply(kind, members, slots, rules)
+        high = next((k for k in range(use - 1, start - 1, -1) if k not in members and m[k] == op
+                     and f.rd[k] in (f.rs1[use], f.rs2[use])), None)
+        if high is not None:
+            names[high] = op + "c"
+
+
+def _fuse_pairs(program: Program, start: int, end: int, slots: np.ndarray, names: list[str],
+                rules: list[str]) -> None:
+    """Two 32-bit loads (stores) of the words of one 8-aligned double word are one ld (sd)."""
+    f, m = program.fields, program.mnemonics
+    for i in range(start, end - 1):
+        j = i + 1
+        if m[i] != m[j] or m[i] not in ("lw", "sw") or rules[i] != "one-to-one" or rules[j] != "one-to-one":
+            continue
+        offset = f.imm_i if m[i] == "lw" else f.imm_s
+        if f.rs1[i] != f.rs1[j] or abs(offset[i] - offset[j]) != 4 or min(offset[i], offset[j]) % 8:
+            continue
+        if m[i] == "lw" and f.rs1[i] in (f.rd[i], f.rd[j]):  # the base is overwritten by the pair
+            continue
+        _apply("pair", (i, j), slots, rules)
+        names[i] = "ld" if m[i] == "lw" else "sd"
+
+
+def _apply(rule: str, members: tuple[int, ...], slots: np.ndarray, rules: list[str]) -> None:
+    """Charge the rule's DPU instructions to the members of its pattern, in order."""
+    for index, charge in zip(members, RULES[rule].slots, strict=True):
+        slots[index] = charge
+        rules[index] = rule
+
+
+def lowered_summary(source: str | Path | bytes, name: str | None = None) -> dict:
+    """A proxy ELF as DPU code: rv32i and lowered DPU instruction counts of the kernel and of
+    IRAM (kernel + runtime), the kernel's DPU-mnemonic histogram and how often each rule applied."""
+    program = decode_rv32(load_elf(source, name))
+    low = lower(program)
+    region = np.array([f.region for f in program.functions])[program.function_of]
+    live = ~program.padding
+    kernel = live & (region == KERNEL)
+    iram = live & ((region == KERNEL) | (region == RUNTIME))
+    return {"kernel_rv32_instructions": int(kernel.sum()), "kernel_dpu_instructions": int(low.slots[kernel].sum()),
+            "iram_rv32_instructions": int(iram.sum()), "iram_dpu_instructions": int(low.slots[iram].sum()),
+            "kernel_histogram": low.histogram(kernel),
+            "rules": dict(Counter(r for r, k in zip(low.rules, kernel.tolist()) if k))}

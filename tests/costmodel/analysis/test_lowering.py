@@ -1,0 +1,117 @@
+"""The DPU lowering model on hand-written rv32i snippets and on a real compile: the DPU
+instructions each rv32i instruction stands for in its context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cnmtune.costmodel.analysis.elf import load_elf
+from cnmtune.costmodel.analysis.lowering import lower
+from cnmtune.costmodel.analysis.lowering_rules import RULES
+from cnmtune.costmodel.analysis.rv32_program import decode_rv32
+from cnmtune.runtime import Kernel
+from cnmtune.runtime.toolchain import Variant
+from rv32_asm import assemble, program
+
+ARITH = Path(__file__).resolve().parents[3] / "benchmarks" / "micro" / "arith"
+
+
+def lowered(lines: list, functions=None):
+    prog = program(assemble(lines), functions)
+    return prog, lower(prog)
+
+
+def slots(low, first: int, last: int) -> list[int]:
+    return [int(s) for s in low.slots[first:last]]
+
+
+def test_a_counted_loop_decrements_and_branches_in_one_dpu_instruction():
+    prog, low = lowered([
+        ("addi", "a1", "zero", 100),
+        "loop:",
+        ("lw", "a2", "a0", 0), ("add", "a2", "a2", "a3"), ("sw", "a2", "a0", 0),
+        ("addi", "a0", "a0", 4), ("addi", "a1", "a1", -1), ("bne", "a1", "zero", "loop"),
+        ("ret",),
+    ])
+    assert slots(low, 1, 7) == [1, 1, 1, 1, 1, 0]  # six rv32i instructions, five DPU ones
+    assert low.rules[5:7] == ("alu-condition", "alu-condition") and low.mnemonics[6] == ""
+    assert low.histogram() == {"add": 4, "lw": 1, "sw": 1, "jump": 1}
+
+
+def test_a_64_bit_add_is_ld_add_addc_sd():
+    _, low = lowered([
+        ("lw", "a2", "a0", 0), ("lw", "a3", "a0", 4),        # x (low, high)
+        ("add", "a4", "a2", "t0"), ("sltu", "t1", "a4", "a2"),  # low word and its carry
+        ("add", "a5", "a3", "t2"), ("add", "a5", "a5", "t1"),   # high word plus the carry
+        ("sw", "a4", "a1", 0), ("sw", "a5", "a1", 4),
+        ("ret",),
+    ])
+    assert slots(low, 0, 8) == [1, 0, 1, 0, 1, 0, 1, 0]
+    assert [m for m in low.mnemonics[:8] if m] == ["ld", "add", "addc", "sd"]
+
+
+def test_a_64_bit_subtract_keeps_its_borrow_in_the_flags():
+    _, low = lowered([
+        ("sltu", "t1", "a2", "t0"), ("sub", "a5", "a3", "t2"), ("sub", "a5", "a5", "t1"),
+        ("sub", "a4", "a2", "t0"), ("ret",),
+    ])
+    assert slots(low, 0, 4) == [0, 1, 0, 1]
+    assert low.rules[:4] == ("borrow", "one-to-one", "borrow", "borrow")
+    assert low.mnemonics[1] == "subc"
+
+
+def test_a_carry_still_read_later_is_not_fused():
+    _, low = lowered([
+        ("add", "a4", "a2", "t0"), ("sltu", "t1", "a4", "a2"), ("add", "a5", "a5", "t1"),
+        ("sw", "t1", "a1", 0), ("ret",),
+    ])
+    assert slots(low, 0, 4) == [1, 1, 1, 1]
+
+
+def test_a_constant_multiply_by_shift_and_add_is_one_lsl_add():
+    _, low = lowered([("slli", "t0", "a0", 3), ("add", "a0", "t0", "a0"), ("ret",)])  # x * 9
+    assert slots(low, 0, 2) == [0, 1] and low.mnemonics[1] == "lsl_add"
+
+
+def test_a_shifted_index_still_live_keeps_its_shift():
+    _, low = lowered([("slli", "t0", "a0", 2), ("add", "a1", "a2", "t0"), ("sw", "t0", "a3", 0), ("ret",)])
+    assert slots(low, 0, 3) == [1, 1, 1] and low.mnemonics[1] == "add"
+
+
+def test_set_less_than_and_branch_are_one_compare_and_jump():
+    _, low = lowered(["top:", ("sltu", "t0", "a0", "a1"), ("bne", "t0", "zero", "top"),
+                      ("slt", "t1", "a0", "a1"), ("beq", "t1", "zero", "top"), ("ret",)])
+    assert slots(low, 0, 4) == [0, 1, 0, 1]
+    assert (low.mnemonics[1], low.mnemonics[3]) == ("jltu", "jges")
+
+
+def test_constants_and_calls_are_one_dpu_instruction():
+    _, low = lowered([("lui", "a0", 0x12345), ("addi", "a0", "a0", 0x678), ("call", 4), ("ret",),
+                      ("ret",)], functions=[("f", 0, 5), ("g", 5, 1)])
+    assert slots(low, 0, 4) == [1, 0, 0, 1]
+    assert low.mnemonics[0] == "move" and low.mnemonics[3] == "call"
+
+
+def test_every_rule_has_a_source_and_a_status():
+    for rule in RULES.values():
+        assert rule.status in ("C", "D", "U") and rule.source and rule.slots
+
+
+@pytest.mark.parametrize("defines, rv32, dpu", [({"INT32": None, "ADD": None}, 5, 5),
+                                                ({"INT64": None, "ADD": None}, 10, 6),
+                                                ({"INT64": None, "SUB": None}, 10, 6)])
+def test_the_arith_microbenchmark_loop(toolchain, defines, rv32, dpu):
+    """PrIM's arithmetic loop as the proxy compiles it: a 64-bit element costs one DPU
+    instruction more than a 32-bit one (addc), as in PrIM's profiles (7.0 vs 6.0)."""
+    binary = toolchain.compile(Variant.of(Kernel.load(ARITH), "O2", 16, defines))
+    prog = decode_rv32(load_elf(binary.elf_path))
+    low = lower(prog)
+    fn = next(f for f in prog.functions if f.name == "apply_block")
+    body = [i for i in range(fn.first, fn.first + fn.count) if prog.mnemonics[i] == "bne"]
+    loop_end = body[-1] + 1
+    loop_start = next(i for i in range(fn.first, loop_end) if prog.mnemonics[i] == "lw")
+    assert loop_end - loop_start == rv32
+    assert int(np.sum(low.slots[loop_start:loop_end])) == dpu
