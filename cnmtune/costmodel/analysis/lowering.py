@@ -75,8 +75,9 @@ def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None) -> Lowe
     names = [_name(program, i) for i in range(n)]
     rules = ["one-to-one"] * n
     for function, cfg in zip(program.functions, cfgs):
-        live_after = _liveness(program, function.first, function.count, cfg)
-        for start, end in _blocks(function.first, function.count, cfg):
+        blocks = _blocks(function.first, function.count, cfg)
+        live_after = _liveness(program, blocks, cfg)
+        for start, end in blocks:
             _fuse_block(program, start, end, live_after, slots, names, rules)
     return Lowering(slots, tuple(name if s else "" for name, s in zip(names, slots)), tuple(rules))
 
@@ -91,7 +92,7 @@ def _name(program: Program, i: int) -> str:
 
 def _blocks(first: int, count: int, cfg: FunctionCfg) -> list[tuple[int, int]]:
     bounds = [*cfg.leaders, count]
-    return [(first + a, first + b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [(first + a, first + b) for a, b in zip(bounds, bounds[1:])]  # one per CFG block, as cfg.preds
 
 
 def _uses_defs(program: Program, i: int) -> tuple[int, int]:
@@ -118,14 +119,14 @@ def _uses_defs(program: Program, i: int) -> tuple[int, int]:
     return 0, bit(rd)
 
 
-def _liveness(program: Program, first: int, count: int, cfg: FunctionCfg) -> dict[int, int]:
-    """Registers live after each instruction of one function (backward dataflow over its CFG)."""
-    blocks = _blocks(first, count, cfg)
+def _liveness(program: Program, blocks: list[tuple[int, int]], cfg: FunctionCfg) -> dict[int, int]:
+    """Registers live after each instruction of one function, given its blocks (backward dataflow
+    over its CFG)."""
     succs: list[list[int]] = [[] for _ in blocks]
     for b, preds in enumerate(cfg.preds):
         for p in preds:
             succs[p].append(b)
-    effects = {i: _uses_defs(program, i) for i in range(first, first + count)}
+    effects = {i: _uses_defs(program, i) for start, end in blocks for i in range(start, end)}
     live_in = [0] * len(blocks)
     changed = True
     while changed:
