@@ -1,2 +1,3 @@
 """Learning on static features: samples, the L2P network, training and fine-tuning, ONNX
-export and scoring, baselines, the analytical prior, uncertainty, metrics and plots."""
+export and scoring, baselines, the analytical prior, uncertainty, metrics and plots, and the
+CostModel interface over them (cost_model: create by kind, load_model by file)."""

@@ -7,10 +7,12 @@
   mean log baseline in the training set, so it only makes sense in-distribution).
 - ``RandomBaseline``: seeded random scores; only its ranking metrics mean anything.
 
-Each is a CostModel (cnmtune.costmodel.learn.cost_model): ``fit(train_set, val_set)`` trains
-it, ``update(samples)`` refits it on measured samples, ``predict(X) -> Prediction``, and
+Each is a CostModel (cnmtune.costmodel.learn.base; created by kind with
+cnmtune.costmodel.learn.cost_model.create): ``fit(train_set, val_set)`` trains it,
+``update(samples)`` refits it on measured samples, ``predict(X) -> Prediction``, and
 ``save``/``load`` without pickle: the trees as an ONNX tree ensemble (scored by the same
-Scorer as L2P models; cnmtune.costmodel.learn.tree_onnx), the other two as JSON.
+Scorer as L2P models, so a loaded one needs no scikit-learn; cnmtune.costmodel.learn.tree_onnx),
+the other two as JSON. scikit-learn and torch (the 'train' extra) are imported where used.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from cnmtune.costmodel.learn import model_format as fmt
-from cnmtune.costmodel.learn.cost_model import CostModel, read_json, save_json
+from cnmtune.costmodel.analysis.schema import FeatureSchema
+from cnmtune.costmodel.learn.base import CostModel, fitted_schema, load_scorer, read_json, save_json
+from cnmtune.costmodel.learn.lazy import needs_extra
 from cnmtune.costmodel.learn.prediction import Prediction
 from cnmtune.costmodel.learn.samples import TARGETS, SampleSet, input_columns
 from cnmtune.costmodel.learn.scorer import Scorer
@@ -45,18 +49,25 @@ class GbtBaseline(CostModel):
         self.models: list = []
         self.seconds = 0.0
         self.scorer: Scorer | None = None  # a loaded model scores with onnxruntime
+        self._schema: FeatureSchema | None = None
+
+    @property
+    def schema(self) -> FeatureSchema:
+        return fitted_schema(self, self._schema)
 
     def fit(self, train_set: SampleSet, val_set: SampleSet, chunk: int = 25, patience: int = 4) -> GbtBaseline:
         """Fit on ``train_set``, adding ``chunk`` trees at a time; keep the ensemble with the lowest
         ``val_set`` loss, stop after ``patience`` chunks without improvement (or at ``max_iter``)."""
-        from threadpoolctl import threadpool_limits
+        with needs_extra():
+            from threadpoolctl import threadpool_limits
 
-        self.schema, self.scorer = train_set.schema, None
+        self._schema, self.scorer = train_set.schema, None
         with threadpool_limits(limits=self.threads, user_api="openmp"):
             return self._fit(train_set, val_set, chunk, patience)
 
     def _fit(self, train_set: SampleSet, val_set: SampleSet, chunk: int, patience: int) -> GbtBaseline:
-        from sklearn.ensemble import HistGradientBoostingRegressor
+        with needs_extra():
+            from sklearn.ensemble import HistGradientBoostingRegressor
 
         start = time.perf_counter()
         self.models = []
@@ -83,17 +94,27 @@ class GbtBaseline(CostModel):
             return self.scorer.predict(X)
         if not self.models:
             raise ModelError("the gradient-boosted trees are not trained: fit or load them first")
-        from threadpoolctl import threadpool_limits
+        with needs_extra():
+            from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=self.threads, user_api="openmp"):
             out = np.column_stack([m.predict(X) for m in self.models]).astype(np.float32)
         return Prediction(out, TARGETS)
 
+    def prepare_update(self) -> None:
+        """Check that scikit-learn (the 'train' extra) is there to refit the trees."""
+        with needs_extra():
+            import sklearn.ensemble  # noqa: F401  (only its presence is checked)
+
     def update(self, samples: SampleSet, seed: int = 0) -> dict:
-        """Refit on ``samples``: trees on 3/5 of them, early stopping on 1/5 (a 3:1:1 split)."""
+        """Refit from scratch on ``samples``, which replace the training data: trees on 3/5 of
+        them, early stopping on 1/5 (a 3:1:1 split within every kernel)."""
         train_set, val_set, _ = samples.split(seed)
+        if len(train_set) < 2 or not len(val_set):
+            raise ModelError(f"refitting the gradient-boosted trees needs at least 2 training and 1 "
+                             f"validation sample(s); {len(samples)} samples give {len(train_set)} and {len(val_set)}")
         self.fit(train_set, val_set)
-        return {"refit_on": len(train_set), "validated_on": len(val_set),
+        return {"learnt": "refit", "refit_on": len(train_set), "validated_on": len(val_set),
                 "trees": [m.n_iter_ for m in self.models]}
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -111,17 +132,14 @@ class GbtBaseline(CostModel):
 
     @classmethod
     def load(cls, path: str | os.PathLike, expect_schema_hash: str | None = None) -> GbtBaseline:
-        scorer = Scorer(path, expect_schema_hash=expect_schema_hash)
-        if scorer.kind != cls.kind:
-            raise ModelError(f"{path} holds a {scorer.kind} cost model, not gradient-boosted trees")
-        return cls.from_scorer(scorer)
+        return cls.from_scorer(load_scorer(path, cls.kind, expect_schema_hash))
 
     @classmethod
     def from_scorer(cls, scorer: Scorer) -> GbtBaseline:
         """A GbtBaseline answering from an ONNX tree ensemble already loaded."""
         config = scorer.metadata[fmt.KEY_CONFIG]
         model = cls(config["max_iter"], config["learning_rate"], config["max_leaf_nodes"], config["seed"])
-        model.schema, model.scorer = scorer.schema, scorer
+        model._schema, model.scorer = scorer.schema, scorer
         return model
 
 
@@ -133,22 +151,29 @@ class AnalyticalBaseline(CostModel):
     def __init__(self):
         self.coef = np.zeros((len(TARGETS), 2))
         self.prior = None  # AnalyticalPrior over the training columns
+        self._schema: FeatureSchema | None = None
+
+    @property
+    def schema(self) -> FeatureSchema:
+        return fitted_schema(self, self._schema)
 
     def _log_total(self, X: np.ndarray) -> np.ndarray:
-        import torch
+        with needs_extra():
+            import torch
 
         with torch.no_grad():
             return self.prior(torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)))[:, 2].numpy()
 
     def _configure(self, columns: tuple[str, ...]) -> None:
-        from cnmtune.costmodel.learn.prior import AnalyticalPrior
+        with needs_extra():
+            from cnmtune.costmodel.learn.prior import AnalyticalPrior
 
         self.prior = AnalyticalPrior(len(columns))
         self.prior.configure(columns)
 
     def fit(self, train_set: SampleSet, val_set: SampleSet | None = None) -> AnalyticalBaseline:
         """Least-squares line from the prior's log total to each log target."""
-        self.schema = train_set.schema
+        self._schema = train_set.schema
         self._configure(train_set.columns)
         x = self._log_total(train_set.X).astype(np.float64)
         design = np.column_stack([x, np.ones_like(x)])
@@ -164,9 +189,9 @@ class AnalyticalBaseline(CostModel):
         return Prediction(np.column_stack([a * x + b for a, b in self.coef]).astype(np.float32), TARGETS)
 
     def update(self, samples: SampleSet, seed: int = 0) -> dict:
-        """Refit both lines on ``samples``."""
+        """Refit both lines on ``samples`` (from scratch: two parameters per target)."""
         self.fit(samples)
-        return {"refit_on": len(samples), "coef": self.coef.tolist()}
+        return {"learnt": "refit", "refit_on": len(samples), "coef": self.coef.tolist()}
 
     def save(self, path: str | os.PathLike) -> Path:
         """The two lines and the feature schema, as JSON."""
@@ -178,7 +203,7 @@ class AnalyticalBaseline(CostModel):
     def load(cls, path: str | os.PathLike, expect_schema_hash: str | None = None) -> AnalyticalBaseline:
         schema, parameters = read_json(Path(path), cls.kind, expect_schema_hash)
         model = cls()
-        model.schema, model.coef = schema, np.asarray(parameters["coef"], dtype=np.float64)
+        model._schema, model.coef = schema, np.asarray(parameters["coef"], dtype=np.float64)
         model._configure(input_columns(schema))
         return model
 
@@ -190,10 +215,15 @@ class RandomBaseline(CostModel):
 
     def __init__(self, seed: int = 0):
         self.seed = seed
+        self._schema: FeatureSchema | None = None
+
+    @property
+    def schema(self) -> FeatureSchema:
+        return fitted_schema(self, self._schema)
 
     def fit(self, train_set: SampleSet | None = None, val_set: SampleSet | None = None) -> RandomBaseline:
         """Nothing to learn; remembers the schema of the rows."""
-        self.schema = train_set.schema if train_set is not None else self.schema
+        self._schema = train_set.schema if train_set is not None else self._schema
         return self
 
     def predict(self, X: np.ndarray) -> Prediction:
@@ -202,19 +232,17 @@ class RandomBaseline(CostModel):
         return Prediction(rng.uniform(-1.0, 1.0, size=(len(X), len(TARGETS))).astype(np.float32), TARGETS)
 
     def update(self, samples: SampleSet, seed: int = 0) -> dict:
-        """Nothing to learn from samples."""
+        """Nothing to learn from samples (remembers their schema)."""
         self.fit(samples)
         return {"learnt": "nothing"}
 
     def save(self, path: str | os.PathLike) -> Path:
         """The seed and the feature schema, as JSON."""
-        if self.schema is None:
-            raise ModelError("the random baseline has no feature schema yet: fit it on samples first")
         return save_json(path, self.kind, self.schema, {"seed": self.seed})
 
     @classmethod
     def load(cls, path: str | os.PathLike, expect_schema_hash: str | None = None) -> RandomBaseline:
         schema, parameters = read_json(Path(path), cls.kind, expect_schema_hash)
         model = cls(int(parameters["seed"]))
-        model.schema = schema
+        model._schema = schema
         return model

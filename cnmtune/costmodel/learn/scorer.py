@@ -1,7 +1,7 @@
-"""Score feature vectors with an exported L2P model on onnxruntime (no torch needed).
-
-Loads fp32 models and their int8 companions (``quantize_model``; ``Scorer.quantization``
-tells which) alike.
+"""Score feature vectors with an exported cost model on onnxruntime (no torch, no scikit-learn):
+the L2P network (fp32, or its int8 companion: ``quantize_model``; ``Scorer.quantization`` tells
+which) or the gradient-boosted trees (``Scorer.kind``). cnmtune.costmodel.learn.cost_model wraps
+a Scorer in the CostModel interface.
 
 A Scorer checks the file before it is used: readable ONNX, cnmtune metadata in the expected
 format, a feature schema whose hash matches its names (and the caller's, if given), input and
@@ -33,7 +33,7 @@ CHUNK_ROWS = 2048
 
 
 class Scorer:
-    """An exported L2P model loaded in onnxruntime; ``predict`` maps input rows to a Prediction."""
+    """An exported cost model loaded in onnxruntime; ``predict`` maps input rows to a Prediction."""
 
     def __init__(self, path: str | os.PathLike, intra_op_threads: int = 1,
                  expect_schema_hash: str | None = None, chunk_rows: int = CHUNK_ROWS):

@@ -11,7 +11,7 @@ import numpy as np
 
 from cnmtune.costmodel.analysis.schema import FeatureSchema
 from cnmtune.costmodel.learn.cost_model import CostModel
-from cnmtune.costmodel.learn.models import load_model as load_cost_model
+from cnmtune.costmodel.learn.cost_model import load_model as load_cost_model
 from cnmtune.costmodel.learn.samples import input_matrix, runtime_samples
 from cnmtune.errors import CnmtuneError, ModelError
 from cnmtune.plugin.tune.report import Candidate
