@@ -96,8 +96,19 @@ def test_undefined_function_is_a_link_error(toolchain, make_kernel):
 def test_iram_overflow(toolchain, make_kernel):
     body = "\n".join(f"    sink[{i % 64}] = sink[{(i * 7) % 64}] + {i};" for i in range(3000))
     kernel = make_kernel(f"volatile int sink[64];\nint main(void) {{\n{body}\n    return 0;\n}}\n")
-    with pytest.raises(IramOverflow, match=r"IRAM overflow: \d+ instructions .* exceed the DPU's 4096"):
+    with pytest.raises(IramOverflow, match=r"IRAM overflow: \d+ DPU instructions \(lowered from kernel \d+ .* "
+                                           r"exceed the DPU's 4096"):
         toolchain.compile(Variant.of(kernel, "O0", 1))
+
+
+def test_iram_is_judged_on_lowered_dpu_instructions(toolchain, make_kernel):
+    """Stores of 32-bit constants: lui + addi + sw in rv32i, move + sw on a DPU. Over 4096 rv32i
+    instructions, under 4096 DPU ones: the program fits, as it would built by the UPMEM SDK."""
+    body = "\n".join(f"    sink[{i % 64}] = {0x12345678 + 4097 * i};" for i in range(1500))
+    kernel = make_kernel(f"volatile int sink[64];\nint main(void) {{\n{body}\n    return 0;\n}}\n")
+    memory = toolchain.compile(Variant.of(kernel, "O2", 1)).memory
+    assert memory.iram_instructions > 4096 >= memory.iram_dpu_instructions
+    assert memory.iram_dpu_instructions < 0.7 * memory.iram_instructions
 
 
 def test_wram_overflow_from_globals(toolchain, make_kernel):

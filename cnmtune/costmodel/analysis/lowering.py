@@ -17,6 +17,7 @@ prices __mulsi3, __divsi3, ... by their UPMEM cost already, cnmtune.runtime.sim.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,12 @@ from cnmtune.costmodel.analysis.rv32_isa import (OP_AUIPC, OP_BRANCH, OP_IMM, OP
 from cnmtune.costmodel.analysis.elf import load_elf
 from cnmtune.costmodel.analysis.program import KERNEL, RUNTIME
 from cnmtune.costmodel.analysis.rv32_program import Program, decode_rv32
+from cnmtune.dpu.slots import DpuSlots
+
+#: Version of the lowering (this module and its rule table): DpuConfig.hash includes it, so
+#: times simulated under another lowering are not taken for current ones.
+LOWERING_VERSION = "lowering-" + hashlib.sha256(
+    b"".join(Path(__file__).with_name(f).read_bytes() for f in ("lowering.py", "lowering_rules.py"))).hexdigest()[:12]
 
 RA = 1
 _ALL = (1 << 32) - 2  # every register but x0
@@ -58,11 +65,14 @@ class Lowering:
     rules: tuple[str, ...]
 
     def histogram(self, mask: np.ndarray | None = None) -> dict[str, int]:
-        """DPU mnemonic -> DPU instructions, over the instructions of ``mask`` (default: all)."""
+        """DPU mnemonic -> DPU instructions, over the instructions of ``mask`` (default: all).
+        A mnemonic 'a+b' stands for one DPU instruction of each."""
         counts: Counter[str] = Counter()
         for i in (range(len(self.slots)) if mask is None else np.flatnonzero(mask).tolist()):
             if self.slots[i]:
-                counts[self.mnemonics[i]] += int(self.slots[i])
+                parts = self.mnemonics[i].split("+")
+                for part in parts:
+                    counts[part] += int(self.slots[i]) // len(parts)
         return dict(counts)
 
 
@@ -79,6 +89,7 @@ def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None) -> Lowe
         live_after = _liveness(program, blocks, cfg)
         for start, end in blocks:
             _fuse_block(program, start, end, live_after, slots, names, rules)
+        _index_induction(program, function.first, function.first + function.count, slots, names, rules)
     return Lowering(slots, tuple(name if s else "" for name, s in zip(names, slots)), tuple(rules))
 
 
@@ -226,6 +237,30 @@ def _fuse_pairs(program: Program, start: int, end: int, slots: np.ndarray, names
         names[i] = "ld" if m[i] == "lw" else "sd"
 
 
+def _index_induction(program: Program, first: int, end: int, slots: np.ndarray, names: list[str],
+                     rules: list[str]) -> None:
+    """A loop that walks a pointer and exits on comparing it: the DPU loop counts an index and
+    forms each address with lsl_add, one instruction more per iteration."""
+    f, m = program.fields, program.mnemonics
+    for j in range(first, end):
+        if f.opcode[j] != OP_BRANCH or f.imm_b[j] >= 0 or rules[j] != "one-to-one":
+            continue
+        top = j + f.imm_b[j] // 4
+        if top < first:
+            continue
+        body = range(top, j)
+        for p, q in ((f.rs1[j], f.rs2[j]), (f.rs2[j], f.rs1[j])):
+            writes = [k for k in body if f.rd[k] == p and f.opcode[k] not in (OP_BRANCH, OP_STORE)]
+            if not p or not q or len(writes) != 1 or any(f.rd[k] == q for k in body):
+                continue
+            step = writes[0]
+            walks = m[step] == "addi" and f.rs1[step] == p and f.imm_i[step] and rules[step] == "one-to-one"
+            if walks and any(f.opcode[k] in (OP_LOAD, OP_STORE) and f.rs1[k] == p for k in body):
+                _apply("index-induction", (step,), slots, rules)
+                names[step] = "add+lsl_add"
+                break
+
+
 def _apply(rule: str, members: tuple[int, ...], slots: np.ndarray, rules: list[str]) -> None:
     """Charge the rule's DPU instructions to the members of its pattern, in order."""
     for index, charge in zip(members, RULES[rule].slots, strict=True):
@@ -233,15 +268,27 @@ def _apply(rule: str, members: tuple[int, ...], slots: np.ndarray, rules: list[s
         rules[index] = rule
 
 
+def dpu_slots(source: str | Path | bytes, name: str | None = None) -> DpuSlots:
+    """The value the simulator charges and the IRAM rule counts: per .text word, its lowered DPU
+    instructions, and the lowered DPU instructions of kernel + runtime."""
+    program = decode_rv32(load_elf(source, name))
+    low = lower(program)
+    return DpuSlots(weights=low.slots, iram_instructions=int(low.slots[_masks(program)[1]].sum()))
+
+
+def _masks(program: Program) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's and IRAM's (kernel + runtime) instructions, alignment padding excluded."""
+    region = np.array([f.region for f in program.functions])[program.function_of]
+    live = ~program.padding
+    return live & (region == KERNEL), live & ((region == KERNEL) | (region == RUNTIME))
+
+
 def lowered_summary(source: str | Path | bytes, name: str | None = None) -> dict:
     """A proxy ELF as DPU code: rv32i and lowered DPU instruction counts of the kernel and of
     IRAM (kernel + runtime), the kernel's DPU-mnemonic histogram and how often each rule applied."""
     program = decode_rv32(load_elf(source, name))
     low = lower(program)
-    region = np.array([f.region for f in program.functions])[program.function_of]
-    live = ~program.padding
-    kernel = live & (region == KERNEL)
-    iram = live & ((region == KERNEL) | (region == RUNTIME))
+    kernel, iram = _masks(program)
     return {"kernel_rv32_instructions": int(kernel.sum()), "kernel_dpu_instructions": int(low.slots[kernel].sum()),
             "iram_rv32_instructions": int(iram.sum()), "iram_dpu_instructions": int(low.slots[iram].sum()),
             "kernel_histogram": low.histogram(kernel),

@@ -58,6 +58,13 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          "FACTS.md §2 (64-bit ld/sd on d registers, C); ld/sd are among the most frequent mnemonics of "
          "real kernels (DPU_ISA.md §5, C); that the compiler pairs every such access, spills included, "
          "assumes its register allocator puts the two words in one even/odd pair"),
+    Rule("index-induction", "a loop whose latch compares a pointer that one addi p, p, c in the loop "
+         "advances and that loads or stores use as their base",
+         "add i, i, 1 and lsl_add a, base, i, k: the DPU loop counts an index and forms the address "
+         "from it, one instruction more per iteration than walking the pointer", (2,), "U",
+         f"{_CODEGEN} §4: PrIM's INT32 and INT64 ADD loops take 6.0 and 7.0 DPU instructions per element "
+         "(D, raw profiles), one more than the pointer-walking rv32i loop lowers to; the listing with "
+         "lsl_add and an index is recalled from the PrIM paper, not re-read (U)"),
     Rule("set-compare", "slt/sltu/slti/sltiu whose 0/1 result is used as a value",
          "one DPU instruction (the DPU has no set-on-less-than; how the compiler materialises the "
          "flag is not seen in a listing)", (1,), "U", "none: a guess"),

@@ -37,6 +37,7 @@ def compile_command(
     record = {
         "variant": variant.label, "elf": str(output), "elf_hash": binary.elf_hash,
         "toolchain": binary.toolchain, "seconds": round(binary.seconds, 4), "cached": binary.cached,
+        "iram_dpu_instructions": memory.iram_dpu_instructions,
         "iram_instructions": memory.iram_instructions, "kernel_instructions": memory.kernel_instructions,
         "runtime_instructions": memory.runtime_instructions, "softlib_instructions": memory.softlib_instructions,
         "wram_static_bytes": memory.wram_static_bytes, "mram_static_bytes": memory.mram_static_bytes,

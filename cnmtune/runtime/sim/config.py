@@ -20,6 +20,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
+from cnmtune.dpu.slots import slot_model_identity
 from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.sim.routines import RoutineKind
 
@@ -48,25 +49,30 @@ def _group(names: tuple[str, ...], base: float, kind: RoutineKind = RoutineKind.
 
 
 DEFAULT_ROUTINE_COSTS: tuple[RoutineCost, ...] = (
-    # 32-bit integer: mul_step / div_step loops with early exit (UPMEM SDK mul32.c, div32.c)
-    _c("__mulsi3", 4, RoutineKind.MUL32, 1.0),
+    # 32-bit integer (DPU_CODEGEN.md §3, the SDK's syslib): __mulsi3 is N+6 instructions, N =
+    # max(1, bit length of the smaller unsigned operand), the caller's call making N+7 (C/D);
+    # __udiv32 about 6 + one div_step per quotient bit (C listing, D count), __div32 about 8 more
+    # for the signs (C: 7-9)
+    _c("__mulsi3", 6, RoutineKind.MUL32, 1.0),
     *_group(("__udivsi3", "__umodsi3"), 6, RoutineKind.UDIV32, 1.0),
-    *_group(("__divsi3", "__modsi3"), 10, RoutineKind.SDIV32, 1.0),
-    # 64-bit integer: composed of 8x8-bit multiplies / a 64-step division ladder
-    _c("__muldi3", 125),
+    *_group(("__divsi3", "__modsi3"), 14, RoutineKind.SDIV32, 1.0),
+    # 64-bit integer: byte partial products, "in the magnitude of 150 instructions" (mul64.c
+    # comment, C) / a 64-step division ladder
+    _c("__muldi3", 150),
     *_group(("__udivdi3", "__umoddi3"), 40, RoutineKind.UDIV64, 3.0),
     *_group(("__divdi3", "__moddi3"), 48, RoutineKind.SDIV64, 3.0),
     *_group(("__ashldi3", "__lshrdi3", "__ashrdi3"), 8),
-    # single precision (PrIM FLOAT ADD ~4.9, MUL ~1.9, DIV ~0.34 MOPS at 350 MHz, UNCONFIRMED)
-    *_group(("__addsf3", "__subsf3"), 65),
+    # soft float: ADD from PrIM's raw profiles (FLOAT 71, DOUBLE 105 DPU instructions per element,
+    # DPU_CODEGEN.md §4, D) less the ~7 / ~8.5 of the loop around the call; MUL and DIV from the
+    # PrIM paper's MOPS (FLOAT MUL ~1.91, DIV ~0.34; DOUBLE MUL ~0.53, DIV ~0.16; UNCONFIRMED)
+    *_group(("__addsf3", "__subsf3"), 64),
     _c("__mulsf3", 178),
     _c("__divsf3", 1020),
     *_group(("__cmpsf2", "__eqsf2", "__nesf2", "__ltsf2", "__lesf2", "__gtsf2", "__gesf2",
              "__unordsf2"), 20),
     *_group(("__floatsisf", "__floatunsisf", "__fixsfsi", "__fixunssfsi"), 30),
     *_group(("__floatdisf", "__floatundisf", "__fixsfdi", "__fixunssfdi"), 60),
-    # double precision (PrIM DOUBLE ADD ~3.3, MUL ~0.53, DIV ~0.16 MOPS, UNCONFIRMED)
-    *_group(("__adddf3", "__subdf3"), 100),
+    *_group(("__adddf3", "__subdf3"), 96),
     _c("__muldf3", 650),
     _c("__divdf3", 2180),
     *_group(("__cmpdf2", "__eqdf2", "__nedf2", "__ltdf2", "__ledf2", "__gtdf2", "__gedf2",
@@ -114,9 +120,10 @@ class DpuConfig:
 
     @property
     def hash(self) -> str:
-        """Stable short id of every constant (16 hex digits of SHA-256)."""
+        """Stable short id of every constant and of the DPU slot model that prices instructions
+        (16 hex digits of SHA-256)."""
         text = ";".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return hashlib.sha256(f"{text};slots={slot_model_identity()}".encode()).hexdigest()[:16]
 
     def routine_cost(self, name: str) -> RoutineCost | None:
         """The cost entry of a routine charged by table, or None if it runs natively."""

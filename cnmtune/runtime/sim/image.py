@@ -1,9 +1,11 @@
 """A linked proxy ELF as the simulator loads it: memory contents, symbols, functions, accounting.
 
 Which instructions are issue slots: kernel code and cnmtune's runtime run natively on a DPU
-too, so each of their instructions is charged one slot. Routines that DpuConfig prices by table
-(soft multiply/divide/float, and the service wrappers that stand for single DPU instructions)
-are charged at their entry and their rv32i bodies are not counted.
+too, so each of their rv32i instructions is charged the DPU instructions the UPMEM compiler
+would emit for it (``DpuSlots`` from the DPU lowering model, cnmtune.dpu.slots: 0 where a
+neighbour absorbs it, 2 for an index-induction step, 1 mostly). Routines that DpuConfig prices
+by table (soft multiply/divide/float, and the service wrappers that stand for single DPU
+instructions) are charged at their entry and their rv32i bodies are not counted.
 
 Priced integer multiply/divide helpers of compiler_rt (``NATIVE_OPS``) are executed natively by
 the interpreter (see interpreter.py, NativeOp), which leaves every slot and routine count as it
@@ -24,6 +26,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from cnmtune.dpu.memory_map import IRAM_BASE, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
+from cnmtune.dpu.slots import DpuSlots, slot_model_identity, slots_of
 from cnmtune.errors import ElfError
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.routines import NativeOp
@@ -66,12 +69,13 @@ class ProgramImage:
     nr_tasklets: int
     stack_size: int
     stacks_start: int
+    dpu_slots: DpuSlots
 
     @classmethod
     def load(cls, path: str | Path) -> "ProgramImage":
         """Read an ELF produced by the proxy toolchain (cached per file content)."""
         data = Path(path).read_bytes()
-        return _load(Path(path), hashlib.sha256(data).hexdigest(), data)
+        return _load(Path(path), hashlib.sha256(data).hexdigest(), data, slot_model_identity())
 
     def function_at(self, pc: int) -> str:
         """Name of the function containing `pc` ('?' outside every function)."""
@@ -102,7 +106,7 @@ def _decode(image: ProgramImage, table: tuple[tuple[str, int], ...],
             native: bool = True) -> tuple[DecodedProgram, tuple[str, ...]]:
     priced = dict(table)
     count = len(image.text) // 4
-    charge = np.ones(count, dtype=np.int8)
+    charge = np.array(image.dpu_slots.weights[:count], dtype=np.int8)
     routine = np.full(count, -1, dtype=np.int16)
     names: list[str] = []
     for fn in image.functions:
@@ -121,7 +125,7 @@ def _decode(image: ProgramImage, table: tuple[tuple[str, int], ...],
 
 
 @functools.lru_cache(maxsize=32)
-def _load(path: Path, sha256: str, data: bytes) -> ProgramImage:
+def _load(path: Path, sha256: str, data: bytes, slot_model: str) -> ProgramImage:
     import io
 
     try:
@@ -165,5 +169,5 @@ def _load(path: Path, sha256: str, data: bytes) -> ProgramImage:
         functions=tuple(sorted(by_address.values(), key=lambda f: f.address)),
         nr_tasklets=symbols.get("NR_TASKLETS", symbols.get("__cnm_nr_tasklets", 1)),
         stack_size=symbols.get("STACK_SIZE_DEFAULT", symbols.get("__cnm_stack_size", 1024)),
-        stacks_start=symbols["__sys_stacks_start"],
+        stacks_start=symbols["__sys_stacks_start"], dpu_slots=slots_of(data, str(path)),
     )

@@ -37,7 +37,7 @@ from numba import njit
 
 from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
 from cnmtune.runtime.sim.program import (
-    C_CHARGE, C_IMM, C_OP, C_RD, C_ROUTINE, C_RS1, C_RS2, C_TARGET, MISALIGNED_TARGET_BASE,
+    C_CHARGE, CHARGE_MASK, C_IMM, C_OP, C_RD, C_ROUTINE, C_RS1, C_RS2, C_TARGET, MISALIGNED_TARGET_BASE,
     MISALIGNED_TARGET_LIMIT, DecodedProgram, Op)
 from cnmtune.runtime.sim.routines import M32, native_call, native_entry_ok, routine_param
 
@@ -148,7 +148,7 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
     s_lo, s_hi = np.int64(stack_lo[t]), np.int64(stack_hi[t])
     cur = in_routine[t, 0]
     ret_idx = _NEVER
-    live = np.int64(1 if cur < 0 else 0)  # 0 inside a priced routine: its helpers are in its price
+    live = np.int64(-1 if cur < 0 else 0)  # a mask; 0 inside a priced routine: its helpers are in its price
     if cur >= 0:
         ret = in_routine[t, 1]
         ret_idx = (ret - base) >> 2 if (ret & 3) == 0 else _NEVER
@@ -175,13 +175,13 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
             if idx < MISALIGNED_TARGET_LIMIT:
                 fault = _F_FETCH_MIS
             break
-        c = code[idx, C_CHARGE]  # charge | 2 if a routine entry: one test for the common case
-        if c > 1 or idx == ret_idx:
+        c = code[idx, C_CHARGE]  # charge | ROUTINE_ENTRY if a routine entry: one test for the common case
+        if c > CHARGE_MASK or idx == ret_idx:
             if idx == ret_idx:  # back at the return address: routine left (_NEVER when outside)
                 cur = -1
                 ret_idx = _NEVER
-                live = np.int64(1)
-            c &= 1
+                live = np.int64(-1)
+            c &= CHARGE_MASK
             rid = code[idx, C_ROUTINE]
             if rid >= 0 and cur < 0:
                 nat = routine_native[rid]
@@ -354,7 +354,7 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
         fault = _F_MISALIGNED if memk == _M_MISALIGNED else (_F_OOB if memk == _M_OOB else _F_IRAM)
         ev = _FAULT
     if ev == _GROW or (ev == _FAULT and fault != _F_FETCH and fault != _F_FETCH_MIS):
-        slots -= code[idx, C_CHARGE] & live
+        slots -= code[idx, C_CHARGE] & CHARGE_MASK & live
         count -= 1
     if ev == _FAULT and (fault == _F_FETCH or fault == _F_FETCH_MIS):
         pc = faddr

@@ -75,9 +75,11 @@ class Op(enum.IntEnum):
 
 
 # Columns of DecodedProgram.code, the packed int32 table the interpreter reads (one row per word).
-# C_CHARGE holds charge | 2 on routine entries, so the hot loop tests one loaded value.
+# C_CHARGE holds charge | ROUTINE_ENTRY on routine entries, so the hot loop tests one loaded value.
 C_OP, C_RD, C_RS1, C_RS2, C_IMM, C_TARGET, C_CHARGE, C_ROUTINE = range(8)
 CODE_COLUMNS = 8
+ROUTINE_ENTRY = 64  # flag bit of C_CHARGE; a word's charge (DPU issue slots) is below it
+CHARGE_MASK = ROUTINE_ENTRY - 1
 
 _BRANCH = {0: Op.BEQ, 1: Op.BNE, 4: Op.BLT, 5: Op.BGE, 6: Op.BLTU, 7: Op.BGEU}
 _LOAD = {0: Op.LB, 1: Op.LH, 2: Op.LW, 4: Op.LBU, 5: Op.LHU}
@@ -117,7 +119,7 @@ class DecodedProgram:
     rs2: np.ndarray  # uint8[n]
     imm: np.ndarray  # int32[n]: immediate; LI value; JAL link value (pc + 4)
     target: np.ndarray  # int32[n]: branch / jal target index (see module doc), else 0
-    charge: np.ndarray  # int8[n]: issue slots an execution of the word costs (0 or 1)
+    charge: np.ndarray  # int8[n]: DPU issue slots an execution of the word costs (0..CHARGE_MASK)
     routine: np.ndarray  # int16[n]: -1, or the table-charged routine whose entry this word is
     routine_kind: np.ndarray  # int8[R]: RoutineKind of each routine id (interpreter.py)
     routine_native: np.ndarray  # int8[R]: NativeOp of each routine id, 0 = interpret (interpreter.py)
@@ -213,6 +215,8 @@ def decode_program(text: bytes, text_address: int, charge=None, routine=None,
                    else np.asarray(routine, np.int16).copy())
     if charge_arr.shape != (n,) or routine_arr.shape != (n,):
         raise ValueError(f"charge and routine need one entry per instruction word ({n})")
+    if charge_arr.min(initial=0) < 0 or charge_arr.max(initial=0) > CHARGE_MASK:
+        raise ValueError(f"a word's charge must be 0..{CHARGE_MASK} issue slots")
     if routine_kind is None:
         routine_kind = np.zeros(int(routine_arr.max(initial=-1)) + 1, np.int8)
     kind_arr = np.asarray(routine_kind, np.int8).copy()
@@ -224,7 +228,7 @@ def decode_program(text: bytes, text_address: int, charge=None, routine=None,
         raise ValueError("routine_native needs one NativeOp (>= 0) per routine id")
     code = np.zeros((n, CODE_COLUMNS), np.int32)
     code[:, C_OP:C_TARGET + 1] = fields
-    code[:, C_CHARGE] = charge_arr | np.where(routine_arr >= 0, 2, 0).astype(np.int8)
+    code[:, C_CHARGE] = charge_arr | np.where(routine_arr >= 0, ROUTINE_ENTRY, 0).astype(np.int8)
     code[:, C_ROUTINE] = routine_arr
     for arr in (words, charge_arr, routine_arr, kind_arr, native_arr, code):
         arr.setflags(write=False)

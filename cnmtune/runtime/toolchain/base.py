@@ -68,10 +68,11 @@ class MemoryUse:
     wram_host_bytes: int
     wram_stack_bytes: int
     mram_static_bytes: int
+    iram_dpu_instructions: int  # what the IRAM rule counts: kernel + runtime lowered to DPU code
 
     @property
     def iram_instructions(self) -> int:
-        """Instructions charged against IRAM: kernel + cnmtune runtime (soft-arith excluded)."""
+        """rv32i instructions of the code IRAM holds: kernel + cnmtune runtime (soft-arith excluded)."""
         return self.runtime_instructions + self.kernel_instructions
 
     @property

@@ -77,14 +77,16 @@ def read_dpu_memory_use(elf_path: Path) -> MemoryUse:
     mram_end = values.get("__sys_used_mram_end")
     if mram_end is None:
         mram_end = max((a + n for a, n in alloc if MRAM_BASE <= a < MRAM_BASE + MRAM_SIZE), default=MRAM_BASE)
+    kernel = max(total - runtime - softlib, 0)
     return MemoryUse(
         runtime_instructions=runtime,
-        kernel_instructions=max(total - runtime - softlib, 0),
+        kernel_instructions=kernel,
         softlib_instructions=softlib,
         wram_data_bytes=max(wram_end - host - stacks, 0),
         wram_host_bytes=host,
         wram_stack_bytes=stacks,
         mram_static_bytes=max(mram_end - MRAM_BASE, 0),
+        iram_dpu_instructions=kernel + runtime,  # a real DPU ELF holds DPU instructions already
     )
 
 

@@ -1,7 +1,8 @@
 """Reading a linked proxy ELF's memory use and enforcing the DPU's IRAM and WRAM capacities.
 
-IRAM rule: instructions of the kernel and of cnmtune's DPU runtime count against the
-4096-instruction IRAM. The soft-arithmetic routines come from zig's compiler_rt, which is
+IRAM rule: the kernel's and cnmtune's DPU runtime's instructions, as the DPU instructions the
+UPMEM compiler would emit for them (the DPU lowering model, cnmtune.dpu.slots), count against
+the 4096-instruction IRAM. The soft-arithmetic routines come from zig's compiler_rt, which is
 larger than UPMEM's hand-written DPU routines (e.g. its __udivsi3 is ~115 rv32i instructions
 against a 32-step div_step ladder on the DPU), so they are counted separately and reported,
 never charged: a kernel is not rejected for routines a real DPU would hold in fewer words.
@@ -15,6 +16,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from cnmtune.dpu.memory_map import IRAM_CAPACITY_INSTRUCTIONS, MRAM_BASE, WRAM_SIZE
+from cnmtune.dpu.slots import slots_of
 from cnmtune.errors import ElfError, IramOverflow, WramOverflow
 from cnmtune.runtime.toolchain.base import MemoryUse
 
@@ -48,16 +50,18 @@ def read_memory_use(elf_path: Path) -> MemoryUse:
         wram_host_bytes=host,
         wram_stack_bytes=stacks,
         mram_static_bytes=s["__sys_used_mram_end"] - MRAM_BASE,
+        iram_dpu_instructions=slots_of(elf_path).iram_instructions,
     )
 
 
 def check_capacity(memory: MemoryUse, label: str) -> None:
     """Raise IramOverflow or WramOverflow, naming the variant and the breakdown."""
-    if memory.iram_instructions > IRAM_CAPACITY_INSTRUCTIONS:
+    if memory.iram_dpu_instructions > IRAM_CAPACITY_INSTRUCTIONS:
         raise IramOverflow(
-            f"{label}: IRAM overflow: {memory.iram_instructions} instructions (kernel "
-            f"{memory.kernel_instructions} + runtime {memory.runtime_instructions}) exceed the DPU's "
-            f"{IRAM_CAPACITY_INSTRUCTIONS}; soft-arithmetic routines ({memory.softlib_instructions}) not counted"
+            f"{label}: IRAM overflow: {memory.iram_dpu_instructions} DPU instructions (lowered from kernel "
+            f"{memory.kernel_instructions} + runtime {memory.runtime_instructions} rv32i instructions) exceed "
+            f"the DPU's {IRAM_CAPACITY_INSTRUCTIONS}; soft-arithmetic routines ({memory.softlib_instructions}) "
+            "not counted"
         )
     if memory.wram_static_bytes > WRAM_SIZE:
         raise WramOverflow(

@@ -41,6 +41,32 @@ def test_a_counted_loop_decrements_and_branches_in_one_dpu_instruction():
     assert low.histogram() == {"add": 4, "lw": 1, "sw": 1, "jump": 1}
 
 
+def test_a_loop_walking_a_pointer_counts_an_index_on_the_dpu():
+    """rv32i advances the pointer and compares it with the end; the DPU loop counts an index and
+    forms the address with lsl_add: one DPU instruction more per iteration (index-induction)."""
+    prog, low = lowered([
+        "loop:",
+        ("lw", "a2", "a0", 0), ("add", "a2", "a2", "a3"), ("sw", "a2", "a0", 0),
+        ("addi", "a0", "a0", 4), ("bne", "a0", "a1", "loop"),
+        ("ret",),
+    ])
+    assert slots(low, 0, 5) == [1, 1, 1, 2, 1]
+    assert low.rules[3] == "index-induction" and low.histogram()["lsl_add"] == 1
+
+
+def test_a_64_bit_compare_and_branch_is_two_dpu_instructions_on_either_path():
+    """x < y on (hi, lo) pairs: rv32i branches on the high words, then on the low ones; either
+    path executes two branches, as many as the DPU's sub + subc with a condition."""
+    _, low = lowered([
+        ("bne", "a1", "a3", "high"), ("bltu", "a0", "a2", "less"), ("ret",),
+        "high:", ("blt", "a1", "a3", "less"), ("ret",),
+        "less:", ("addi", "a0", "zero", 1), ("ret",),
+    ])
+    equal_high, differing_high = (0, 1), (0, 3)
+    for path in (equal_high, differing_high):
+        assert sum(int(low.slots[i]) for i in path) == 2
+
+
 def test_a_64_bit_add_is_ld_add_addc_sd():
     _, low = lowered([
         ("lw", "a2", "a0", 0), ("lw", "a3", "a0", 4),        # x (low, high)
@@ -100,12 +126,13 @@ def test_every_rule_has_a_source_and_a_status():
         assert rule.status in ("C", "D", "U") and rule.source and rule.slots
 
 
-@pytest.mark.parametrize("defines, rv32, dpu", [({"INT32": None, "ADD": None}, 5, 5),
-                                                ({"INT64": None, "ADD": None}, 10, 6),
-                                                ({"INT64": None, "SUB": None}, 10, 6)])
+@pytest.mark.parametrize("defines, rv32, dpu", [({"INT32": None, "ADD": None}, 5, 6),
+                                                ({"INT64": None, "ADD": None}, 10, 7),
+                                                ({"INT64": None, "SUB": None}, 10, 7)])
 def test_the_arith_microbenchmark_loop(toolchain, defines, rv32, dpu):
-    """PrIM's arithmetic loop as the proxy compiles it: a 64-bit element costs one DPU
-    instruction more than a 32-bit one (addc), as in PrIM's profiles (7.0 vs 6.0)."""
+    """PrIM's arithmetic loop as the proxy compiles it lowers to PrIM's profiled 6.0 (INT32) and
+    7.0 (INT64) DPU instructions per element: a 64-bit element costs one more (addc), and the
+    pointer walk becomes an index with lsl_add (index-induction)."""
     binary = toolchain.compile(Variant.of(Kernel.load(ARITH), "O2", 16, defines))
     prog = decode_rv32(load_elf(binary.elf_path))
     low = lower(prog)
