@@ -25,7 +25,7 @@ class RoutineKind(enum.IntEnum):
     """
 
     NONE = 0  # param = 0
-    MUL32 = 1  # param = bits(min(a0, a1)): the DPU's mul_step loop stops on the smaller operand
+    MUL32 = 1  # param = max(1, bits(min(a0, a1))): the DPU's mul_step chain stops on the smaller operand
     UDIV32 = 2  # param = 32 if a1 == 0 else max(0, clz32(a1) - clz32(a0) + 1): div_step count
     SDIV32 = 3  # UDIV32's rule on |a0|, |a1| (|INT_MIN| = 2**31)
     MUL64 = 4  # x = a1:a0, y = a3:a2 (hi:lo); param = bits(min(x, y)) on 64 bits
@@ -88,7 +88,7 @@ def routine_param(kind, a0, a1, a2, a3):
     a0, a1, a2, a3 = a0 & M32, a1 & M32, a2 & M32, a3 & M32
     if kind == 1 or kind == 4:
         if kind == 1:
-            return _bits(min(a0, a1))
+            return max(1, _bits(min(a0, a1)))  # at least one mul_step runs
         if a1 < a3 or (a1 == a3 and a0 < a2):  # x < y on hi:lo pairs
             return _bits64(a1, a0)
         return _bits64(a3, a2)
