@@ -116,8 +116,10 @@ def arith_elements(type_name: str, op: str, quick: bool = False) -> int:
 
 def run_arith(config: DpuConfig | None = None, toolchain: ProxyToolchain | None = None,
               types=ARITH_TYPES, ops=ARITH_OPS, tasklets=ARITH_TASKLETS, quick: bool = False,
-              elements: int | None = None, progress: Progress | None = None) -> list[dict]:
-    """Arithmetic throughput rows: one per (type, op, tasklets)."""
+              elements: int | None = None, progress: Progress | None = None,
+              scalar: int | None = None) -> list[dict]:
+    """Arithmetic throughput rows: one per (type, op, tasklets); `scalar` overrides the operand
+    (default: the elements per DPU, as PrIM)."""
     config, toolchain = _config(config), toolchain or ProxyToolchain()
     kernel = Kernel.load(MICRO / "arith")
     parse = _workload_module(kernel).parse_log
@@ -129,7 +131,8 @@ def run_arith(config: DpuConfig | None = None, toolchain: ProxyToolchain | None 
             for t in tasklets:
                 if progress:
                     progress(f"arith {type_name} {op} T={t}")
-                binary = toolchain.compile(Variant.of(kernel, PIPELINE, t, {type_name: None, op: None}))
+                defines = {type_name: None, op: None, **({} if scalar is None else {"SCALAR": scalar})}
+                binary = toolchain.compile(Variant.of(kernel, PIPELINE, t, defines))
                 result = run_binary(binary, 1, n, config)
                 report = parse(result.log)
                 if report["elements"] != n:

@@ -88,7 +88,9 @@ def test_arith_host_semantics_and_define_checks(arith):
     with pytest.raises(KernelError, match="at most one operation"):
         arith.workload.resolve_defines({"ADD": None, "DIV": None})
     w = arith.workload(64, 1, 1, {"INT64": None, "DIV": None})
-    assert (w.type_name, w.op, int(w.scalar)) == ("INT64", "DIV", 3)
+    assert (w.type_name, w.op, int(w.scalar)) == ("INT64", "DIV", 64)  # PrIM's: elements per DPU
+    x = w.inputs()["X"]
+    assert x.dtype == np.int64 and 0 <= x.min() and x.max() < 2**31  # PrIM's rand() values
 
 
 # ------------------------------------------------------------------------------ dma_latency

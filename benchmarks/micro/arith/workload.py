@@ -2,10 +2,13 @@
 
 Compile time: the element type and the operation as PrIM-style bare defines (one of INT32,
 UINT32, INT64, UINT64, FLOAT, DOUBLE; one of ADD, SUB, MUL, DIV; INT32 and ADD when none is
-given), and BL (log2 of the WRAM block in bytes, 3..11). SCALAR (an int, host side only)
-overrides the operand; by default it is non-trivial for every operation: 3 for MUL and DIV (so
-the division runs its full quotient loop and never divides by zero), a multi-word constant
-for integer ADD/SUB, 1.5 / 2.25 for floating ADD / SUB.
+given), and BL (log2 of the WRAM block in bytes, 3..11). Inputs as PrIM's (DPU_CODEGEN.md §4):
+the elements are C rand() values, 31-bit non-negative integers converted to the element type,
+and the operand is the number of elements per DPU converted to the type (PrIM's
+``(T)input_size_dpu``: 2^20 in its published runs), so a multiply's and a division's cost
+follows the same operands as on PrIM. SCALAR (an int, host side only) overrides the operand.
+The values come from numpy's generator, not glibc's rand() sequence: the same range and
+distribution, not the same numbers (costs depend on bit lengths only).
 
 Host side: size = total number of elements over all DPUs (split in equal chunks rounded up to
 8 bytes, as VA). The vector goes to the MRAM heap, the scalar to DPU_INPUT_ARGUMENTS; the DPU
@@ -26,6 +29,7 @@ from cnmtune.runtime.workload import ELEMENT_TYPES, Workload, parse_report
 TYPES = ("INT32", "UINT32", "INT64", "UINT64", "FLOAT", "DOUBLE")
 OPS = ("ADD", "SUB", "MUL", "DIV")
 RESULT_BYTES = 16  # sizeof(arith_result_t)
+RAND_MAX = 2**31 - 1  # glibc's, the range of PrIM's inputs
 
 
 def parse_log(log: str) -> dict[str, int]:
@@ -63,14 +67,7 @@ class Arithmetic(Workload):
 
     @property
     def scalar(self):
-        if "SCALAR" in self.config:
-            value = self.config["SCALAR"]
-        elif self.op in ("MUL", "DIV"):
-            value = 3
-        elif self.dtype.kind == "f":
-            value = 1.5 if self.op == "ADD" else 2.25
-        else:
-            value = 0x12345 if self.dtype.itemsize == 4 else 0x1_2345_6789
+        value = self.config.get("SCALAR", -(-self.size // self.nr_dpus))
         scalar = self.dtype.type(value)
         if self.op == "DIV" and scalar == 0:
             raise KernelError("arith: SCALAR must not be 0 for DIV")
@@ -78,12 +75,7 @@ class Arithmetic(Workload):
 
     def inputs(self):
         rng = np.random.default_rng(self.seed)
-        if self.dtype.kind == "f":
-            x = rng.uniform(-1e3, 1e3, self.size).astype(self.dtype)
-        else:
-            info = np.iinfo(self.dtype)
-            x = rng.integers(info.min, info.max, self.size, dtype=self.dtype, endpoint=True)
-        return {"X": x}
+        return {"X": rng.integers(0, RAND_MAX, self.size, endpoint=True).astype(self.dtype)}
 
     def reference(self, inputs):
         x, s = inputs["X"], self.scalar

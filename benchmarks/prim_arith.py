@@ -1,0 +1,98 @@
+"""PrIM's arithmetic-throughput microbenchmark reproduced: MOPS per type and operation next to PrIM's.
+
+Configured as PrIM's published runs (DPU_CODEGEN.md §4): one DPU, 16 tasklets, 2^20 elements of
+31-bit rand() values, the operand 2^20, BL = 10, -O2; MOPS = elements * 350 MHz / the slowest
+tasklet's timed cycles. Each reference carries its status: D = derived from PrIM's committed raw
+profiles (the ADD rows), U = the PrIM paper's figure as recalled, not re-read (DPU_CODEGEN.md §5).
+Targets (issue 15): INT32 and INT64 ADD within 5 % of 58.4 and 50.2 MOPS; every other cell within
+15 % or explained below the table.
+
+    python benchmarks/prim_arith.py [--elements 1048576] [--json]
+
+Writes benchmarks/results/prim_arith.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import micro_sim  # noqa: E402
+
+from cnmtune.atomic import atomic_write  # noqa: E402
+from cnmtune.runtime.sim.config import DpuConfig  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PRIM_ELEMENTS = 1 << 20  # run.sh -i 1048576; also the operand, (T)input_size_dpu
+TASKLETS = 16
+# (MOPS, status): ADD from the raw profiles (D); the rest the paper's values (U), SUB as ADD
+PRIM = {
+    ("INT32", "ADD"): (58.4, "D"), ("INT32", "SUB"): (58.56, "U"), ("INT32", "MUL"): (10.27, "U"),
+    ("INT32", "DIV"): (11.27, "U"),
+    ("INT64", "ADD"): (50.2, "D"), ("INT64", "SUB"): (50.16, "U"), ("INT64", "MUL"): (2.56, "U"),
+    ("INT64", "DIV"): (1.40, "U"),
+    ("FLOAT", "ADD"): (4.92, "D"), ("FLOAT", "SUB"): (4.91, "U"), ("FLOAT", "MUL"): (1.91, "U"),
+    ("FLOAT", "DIV"): (0.34, "U"),
+    ("DOUBLE", "ADD"): (3.33, "D"), ("DOUBLE", "SUB"): (3.32, "U"), ("DOUBLE", "MUL"): (0.53, "U"),
+    ("DOUBLE", "DIV"): (0.16, "U"),
+}
+TIGHT = {("INT32", "ADD"), ("INT64", "ADD")}  # within 5 %; the others within 15 %
+# Cells whose error has a known cause, printed under the table
+EXPLAINED = {
+    ("INT64", "DIV"): "__divdi3/__udiv64 are priced as a 48 + 3-per-quotient-bit ladder (x / 2^20 "
+                      "has ~11 quotient bits); the SDK's __udiv64 body was not found in a source, "
+                      "and PrIM's 1.40 MOPS (about 250 instructions) is a recalled figure (U)",
+}
+
+
+def rows(elements: int, config: DpuConfig) -> list[dict]:
+    """One row per (type, op): simulated MOPS, PrIM's, the error and whether it meets its target."""
+    out = []
+    for run in micro_sim.run_arith(config, tasklets=(TASKLETS,), elements=elements, scalar=PRIM_ELEMENTS):
+        key = (run["type"], run["op"])
+        prim, status = PRIM[key]
+        error = 100.0 * (run["mops"] - prim) / prim
+        bound = 5.0 if key in TIGHT else 15.0
+        out.append({"type": key[0], "op": key[1], "mops": run["mops"], "prim_mops": prim, "prim_status": status,
+                    "error_pct": error, "bound_pct": bound, "met": abs(error) <= bound,
+                    "explained": EXPLAINED.get(key, ""), "slots_per_element": run["slots_per_element"]})
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--elements", type=int, default=PRIM_ELEMENTS, help="elements (default PrIM's 2^20)")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args()
+    console = Console(stderr=args.json)
+    config = DpuConfig.calibrated()
+    with console.status("simulating PrIM's arithmetic microbenchmark"):
+        table_rows = rows(args.elements, config)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    report = {"config": config.hash, "elements": args.elements, "rows": table_rows}
+    atomic_write(RESULTS / "prim_arith.json", (json.dumps(report, indent=1) + "\n").encode())
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        table = Table(title=f"PrIM arithmetic throughput, 1 DPU x {TASKLETS} tasklets, {args.elements:,} elements")
+        for column in ("type", "op", "sim MOPS", "PrIM MOPS", "error %", "target"):
+            table.add_column(column, justify="left" if column in ("type", "op") else "right")
+        for r in table_rows:
+            verdict = "met" if r["met"] else ("explained" if r["explained"] else "MISSED")
+            table.add_row(r["type"], r["op"], f"{r['mops']:.2f}", f"{r['prim_mops']:g} ({r['prim_status']})",
+                          f"{r['error_pct']:+.1f}", f"±{r['bound_pct']:g} {verdict}")
+        console.print(table)
+        for r in table_rows:
+            if r["explained"] and not r["met"]:
+                console.print(f"{r['type']} {r['op']}: {r['explained']}")
+    return 0 if all(r["met"] or r["explained"] for r in table_rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
