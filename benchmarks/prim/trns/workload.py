@@ -7,7 +7,8 @@ so at 16 tasklets one DPU simulates about 15 tiles per second.
 Keywords (also in `params`): `m` (tile rows, default 16, PrIM's -m; 1..256), `n` (strip width,
 default 8, PrIM's -n) and `strips` = N_, the number of n-column strips (PrIM's -p with -x 1).
 The default strips = 0 means one strip per DPU (N_ = DPUs: PrIM's weak scaling with -p 1,
-the configuration L2P measured). Elements are seeded random int64.
+the configuration L2P measured). Elements are PrIM's `(T) rand()` int64 values (c_rand: PrIM's
+range, not libc's sequence; a copy's cost does not depend on the values).
 
 Compile time: no defines (PrIM's TRNS has no BL: DMAs are tiles and chunks). WRAM per
 tasklet: step 2 allocates two m*n*8-byte tiles, step 3 two m*8-byte chunks and 8 bytes, next
@@ -22,22 +23,24 @@ DPU_INPUT_ARGUMENTS before each launch: kernel 0 (step 2, tile transposition), t
 (step 3, chunk permutation); then a parallel pull of the M_*m*n*8-byte strip, which is now
 rows strip*n .. strip*n+n-1 of the transposed matrix. Two launches per round.
 
-Deliberate differences from PrIM:
+Remaining differences from PrIM (the DPU work is otherwise PrIM's: tiles, chunk walks with a
+copy of every carried chunk, a test-and-set of a done flag that is always written back):
 - the done flags are one byte per chunk, tested and set through the aligned 8-byte word that
   holds the byte (PrIM reads an 8-byte word at the byte-granular, unaligned address done+p
-  and uses bit p mod 8);
-- a step-3 walk first reads its start chunk, then its done byte, and skips the start if the
-  byte is set (its data is already being carried), so a chunk is written only by the
-  tasklet that set its byte;
+  and uses bit p mod 8): the same DMAs; none on DPU time;
+- step 3 takes start chunks until the counter reaches M_*n (PrIM: M_*n - 1, whose chunk is a
+  fixed point), and the counter is reset at every launch (PrIM's WRAM counter keeps its value
+  across launches of a loaded program): one more counter increment per DPU; none;
 - step 2 moves tiles larger than 2048 bytes in several DMAs with the right WRAM offsets
-  (PrIM advances the WRAM pointer by sizeof(T) twice there);
+  (PrIM advances the WRAM pointer by sizeof(T) twice there; m*n*8 > 2048 only);
 - the DPU set is not re-allocated for a last round with fewer strips than DPUs: the surplus
-  DPUs get M_ = 0 and return at once.
+  DPUs get M_ = 0 and return at once (kernel time is the slowest DPU's: none).
 """
 
 from typing import ClassVar
 
 import numpy as np
+from c_rand import c_rand
 
 from cnmtune.dpu.memory_map import DEFAULT_STACK_SIZE, MRAM_SIZE, WRAM_SIZE
 from cnmtune.errors import KernelError
@@ -74,10 +77,8 @@ class Transpose(Workload):
             raise KernelError(f"{self.name}: a strip of {self.size} tiles of {self.m} x {self.n} does not fit in MRAM")
 
     def inputs(self):
-        rng = np.random.default_rng(self.seed)
         rows, cols = self.size * self.m, self.strips * self.n
-        return {"A": rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, (rows, cols),
-                                  dtype=np.int64, endpoint=True)}
+        return {"A": c_rand(self.seed, rows * cols).reshape(rows, cols)}
 
     def reference(self, inputs):
         return {"AT": np.ascontiguousarray(inputs["A"].T)}

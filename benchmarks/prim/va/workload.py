@@ -6,9 +6,20 @@ DOUBLE, CHAR, SHORT). Host side as PrIM: the vectors are split in equal chunks o
 ceil(N / DPUs) elements rounded up to 8 bytes (parallel pushes need equal sizes); A goes to
 the MRAM heap, B right after it; the DPU writes A + B over B; the host pulls the B region.
 Size = total number of elements over all DPUs (PrIM's strong scaling, `-x 1`).
+
+Inputs as PrIM: A[i] and B[i] are `(T) rand()` values (c_rand: PrIM's range, not libc's
+sequence). The DPU work is PrIM's (same loop, block size and element type).
+
+Remaining differences from PrIM:
+- the last DPU's valid size is rounded up to 8 bytes (PrIM: its element count to a multiple
+  of 8 when not 8-byte aligned, and with the compile-time DPU count): at most 7 padding
+  elements on one DPU, none at the presets; effect on DPU time: none measurable;
+- the libc random sequence: none (an add's cost does not depend on its operands; the float
+  types see PrIM's value range).
 """
 
 import numpy as np
+from c_rand import c_rand
 
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
 from cnmtune.runtime.workload import ELEMENT_TYPES, Workload
@@ -27,12 +38,7 @@ class VectorAdd(Workload):
         return np.dtype(ELEMENT_TYPES[self.flag("element type")])
 
     def inputs(self):
-        rng = np.random.default_rng(self.seed)
-        if self.dtype.kind == "f":
-            a, b = (rng.uniform(-1e3, 1e3, self.size).astype(self.dtype) for _ in range(2))
-        else:
-            info = np.iinfo(self.dtype)
-            a, b = (rng.integers(info.min, info.max, self.size, dtype=self.dtype, endpoint=True) for _ in range(2))
+        a, b = c_rand(self.seed, 2 * self.size, self.dtype).reshape(self.size, 2).T.copy()  # A[i], B[i] drawn in turn
         return {"A": a, "B": b}
 
     def reference(self, inputs):

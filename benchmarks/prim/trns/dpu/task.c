@@ -13,9 +13,10 @@
  *   tile_mutex. From a start that is not a fixed point, a tasklet reads the chunk, then its
  *   done byte (under done_mutex; set means another tasklet already carries this data: skip),
  *   and follows the cycle: read the destination chunk, test-and-set its done byte under
- *   done_mutex, and if it was clear write the carried chunk there and carry the one read;
- *   a set byte ends the walk. Only the tasklet that sets a done byte writes that chunk, so
- *   every chunk read before its byte was seen clear is still the original. */
+ *   done_mutex, and if it was clear write the carried chunk there; then copy the chunk read
+ *   into the carried one; a set byte ends the walk. Only the tasklet that sets a done byte
+ *   writes that chunk, so every chunk read before its byte was seen clear is still the
+ *   original. */
 #include <alloc.h>
 #include <barrier.h>
 #include <defs.h>
@@ -73,13 +74,14 @@ static int step2(void) {
     return 0;
 }
 
-/* Reads (and with set, sets) the done byte of chunk p; returns its previous value. */
+/* Reads (and with set, sets and writes back, as PrIM) the done byte of chunk p; returns its
+ * previous value. */
 static uint8_t done_test(uint32_t done_base, uint32_t p, uint8_t *word, int set) {
     const uint32_t addr = done_base + (p & ~7u);
     mutex_lock(done_mutex);
     mram_read((__mram_ptr void const *)addr, word, 8);
     const uint8_t was = word[p & 7];
-    if (set && !was) {
+    if (set) {
         word[p & 7] = 1;
         mram_write(word, (__mram_ptr void *)addr, 8);
     }
@@ -103,8 +105,8 @@ static int step3(void) {
     const uint32_t heap = (uint32_t)DPU_MRAM_HEAP_POINTER;
     const uint32_t done_base = heap + chunks * chunk_bytes;
 
-    elem_t *carry = (elem_t *)mem_alloc(chunk_bytes);
-    elem_t *other = (elem_t *)mem_alloc(chunk_bytes);
+    elem_t *const carry = (elem_t *)mem_alloc(chunk_bytes);
+    elem_t *const other = (elem_t *)mem_alloc(chunk_bytes);
     uint8_t *word = (uint8_t *)mem_alloc(8);
 
     for (;;) {
@@ -123,9 +125,8 @@ static int step3(void) {
             done = done_test(done_base, next, word, 1);
             if (!done)
                 mram_write(carry, (__mram_ptr void *)(heap + next * chunk_bytes), chunk_bytes);
-            elem_t *swap = carry;
-            carry = other;
-            other = swap;
+            for (uint32_t i = 0; i < m; i++) /* carry the chunk just read (a copy, as PrIM) */
+                carry[i] = other[i];
             next = next * tiles - (chunks - 1) * (next / n);
         }
     }
