@@ -65,7 +65,7 @@ def _run_with(toolchain, name, pipeline, tasklets, dpus, size, defines, **params
 
 
 @pytest.mark.parametrize("name, tasklets, dpus, size, defines, params", [
-    ("mlp", 3, 3, 37, {"BL": 5}, {"n_cols": 33}),  # odd rows and columns, several blocks per row
+    ("mlp", 3, 3, 151, {"BL": 5}, {"n_cols": 150}),  # odd row counts, several blocks per row
     ("nw", 13, 3, 96, {"BL": 16, "BL_IN": 4}, {"penalty": 3}),  # several blocks per DPU
     ("hst-s", 5, 3, 3001, {"BL": 5}, {"bins": 64}),  # odd pixel counts per DPU
     ("hst-l", 8, 2, 777, {"BL": 6, "NR_HISTO": 4}, {"bins": 128}),  # four shared histograms
@@ -74,6 +74,19 @@ def _run_with(toolchain, name, pipeline, tasklets, dpus, size, defines, **params
 def test_non_default_configuration_verifies(toolchain, name, tasklets, dpus, size, defines, params):
     device = _run_with(toolchain, name, "O2", tasklets, dpus, size, defines, **params)
     assert device.times.launches >= 1
+
+
+def test_mlp_inputs_are_prims():
+    """PrIM's weights and input (non-negative, mostly zero); at 151 x 150 every output is non-zero."""
+    import numpy as np
+    work = _kernel("mlp").workload(151, 3, 3, {"BL": 5}, 0, n_cols=150)
+    inputs = work.inputs()
+    flat = np.arange(151 * 150)
+    for layer in range(3):
+        assert np.array_equal(inputs[f"W{layer}"].ravel(), np.where(flat % 100 >= 98, (layer + flat) % 2, 0))
+    cols = np.arange(150)
+    assert np.array_equal(inputs["x"], np.where(cols % 50 >= 48, cols % 2, 0))
+    assert (work.reference(inputs)["y"] > 0).all()
 
 
 def test_launch_counts(toolchain):

@@ -3,37 +3,37 @@
 Size = rows of A (the calibration CSV's size_param). Columns = `n_cols`: 64 by default, the
 calibration's layout (size x 64 uint32 matrix, 64-element x, size-element y); PrIM's own
 default is 8192 x 8192. Set it per run: `--param n_cols=2048`, or
-`GemvWorkload(size, dpus, tasklets, n_cols=2048)`. A and x hold values in 0..49, as PrIM's rand() % 50.
+`GemvWorkload(size, dpus, tasklets, n_cols=2048)`.
+
+Inputs as PrIM: A and x hold `rand() % 50` values (a seeded numpy generator over 0..49: PrIM's
+range, not libc's sequence).
 
 Compile time: BL, log2 of the MRAM->WRAM block in bytes (default 10; 3..11 keeps every DMA in
 8..2048 B). WRAM: each tasklet allocates 2 x 2^BL + 8 bytes next to its 1 KiB stack, so
 BL = 10 runs up to 21 tasklets and BL = 11 up to 12 (mem_alloc faults beyond, as on a DPU).
 
-Host side as PrIM: rows split as evenly as possible (the first m mod D DPUs get one more);
-each DPU's row count is padded to even (rows go in pairs on the DPU), and max_rows is the
-largest padded count; n_pad = n rounded up to even. Every DPU gets the same transfer sizes:
-arguments {n_size, n_size_pad, nr_rows, max_rows} (4 x uint32, nr_rows = the DPU's padded
-count) by a parallel push to DPU_INPUT_ARGUMENTS; its rows as a max_rows x n_pad block at heap
-offset 0 (parallel push); x (n_pad elements, parallel push of the same buffer) at offset
-max_rows*n_pad*4; after the launch the host pulls max_rows y elements from offset
-(max_rows+1)*n_pad*4 and keeps each DPU's real rows.
+Host side as PrIM (common/gemv_host.py): rows split as evenly as possible, each DPU's rows as
+a max_rows x n_pad block at heap offset 0, x at max_rows*n_pad*4, y after it; arguments
+{n_size, n_size_pad, nr_rows, max_rows} by a parallel push; after the launch the host pulls
+max_rows y elements from every DPU and keeps its real rows. The DPU program is PrIM's GEMV
+loop (common/gemv_rows.h): row pairs, full blocks accumulated in WRAM, a last block of
+1..2^BL/4 columns read whole and accumulated under PrIM's per-element bound check.
 
-Deliberate differences from PrIM:
+Remaining differences from PrIM:
 - rows sit in MRAM at stride n_pad (the host zero-pads each row to even length), so every row
-  starts 8-aligned and no DMA is ever misaligned; PrIM copies rows at stride n and, for odd
-  n, reads from a 4-byte-misaligned address and shifts the buffer in WRAM;
-- padding rows and columns are zeros (PrIM copies whatever follows in the host array);
-- all m outputs are compared exactly.
-Kept on purpose: like PrIM, the last partial block of a row is read whole (2^BL bytes of A and
-of x, past the row's end), so the DMA traffic matches PrIM's for calibration (with 64 columns
-and BL = 10, every row reads 1 KiB of A and 1 KiB of x for 64 multiply-adds).
+  starts 8-aligned; PrIM copies rows at stride n and, for odd n, reads a row that starts
+  4 bytes off alignment from the aligned-down address, shifts the block by one element and
+  reads 8 more bytes. Effect: none for even n (every preset and every PrIM run); for odd n
+  PrIM spends one more 8-byte DMA and a 2^BL/4-element shift per block of every other row;
+- PrIM's error printf in the tail loop (unreachable) is left out: binary size only;
+- every DPU's outputs are compared exactly (PrIM: the same); padding rows and columns are
+  zeros (PrIM copies whatever follows in the host array; the DPU never reads them).
 """
 
 import numpy as np
+from gemv_host import GemvLayout, row_split
 
-from cnmtune.dpu.memory_map import MRAM_SIZE
 from cnmtune.errors import KernelError
-from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
 from cnmtune.runtime.workload import Workload
 
 
@@ -64,34 +64,12 @@ class GemvWorkload(Workload):
 
     def row_split(self) -> tuple[list[int], list[int]]:
         """(first row, real row count) per DPU: the first m mod D DPUs get one more row."""
-        base, extra = divmod(self.size, self.nr_dpus)
-        counts = [base + (d < extra) for d in range(self.nr_dpus)]
-        starts = [sum(counts[:d]) for d in range(self.nr_dpus)]
-        return starts, counts
+        return row_split(self.size, self.nr_dpus)
 
     def execute(self, device, inputs):
-        a, x = inputs["A"], inputs["x"]
-        n = a.shape[1]
-        n_pad = n + n % 2
-        starts, counts = self.row_split()
-        padded_rows = [c + c % 2 for c in counts]
-        max_rows = max(padded_rows)
-        block = 1 << int(self.config["BL"])
-        if (max_rows + 1) * n_pad * 4 + max_rows * 4 + block > MRAM_SIZE:
-            raise KernelError(f"{self.name}: {max_rows} rows x {n} columns per DPU do not fit in MRAM")
-        args, blocks = [], []
-        for start, count, rows in zip(starts, counts, padded_rows):
-            args.append(np.array([n, n_pad, rows, max_rows], dtype=np.uint32))
-            mine = np.zeros((max_rows, n_pad), dtype=np.uint32)
-            mine[:count, :n] = a[start:start + count]
-            blocks.append(mine)
-        x_pad = np.zeros(n_pad, dtype=np.uint32)
-        x_pad[:n] = x
-        x_offset = max_rows * n_pad * 4
-        device.push_to("DPU_INPUT_ARGUMENTS", args)
-        device.push_to(DPU_MRAM_HEAP_POINTER_NAME, blocks)
-        device.push_to(DPU_MRAM_HEAP_POINTER_NAME, [x_pad] * self.nr_dpus, offset=x_offset)
+        layout = GemvLayout(self.name, self.size, self.n_cols, self.nr_dpus, 1 << int(self.config["BL"]))
+        layout.push_arguments(device)
+        layout.push_matrix(device, inputs["A"])
+        layout.push_vector(device, inputs["x"])
         device.launch()
-        chunks = device.push_from(DPU_MRAM_HEAP_POINTER_NAME, max_rows * 4, offset=x_offset + n_pad * 4)
-        y = [np.frombuffer(chunk, np.uint32)[:count] for chunk, count in zip(chunks, counts)]
-        return {"y": np.concatenate(y)}
+        return {"y": layout.pull_result(device, np.uint32)}
