@@ -146,14 +146,23 @@ def test_red_reference_wraps(kernels):
 
 
 def test_bs_reference_marks_absent_queries(kernels):
-    work = kernels["bs"].workload(64, 4, 16)  # 8 queries wanted, 64 after rounding: some above 64
+    work = kernels["bs"].workload(256, 24, 16)  # 32 queries wanted, 384 after rounding: some above 256
     inputs = work.inputs()
     found = work.reference(inputs)["found"]
     queries = inputs["queries"]
-    assert queries.size == 64
+    assert queries.size == 384
     assert found[0] == -1  # PrIM's query 0 is never found
-    assert np.array_equal(found[1:64], queries[1:64] - 1)
-    assert work.reference({"array": inputs["array"], "queries": np.array([65, 0, 64])})["found"].tolist() == [-1, -1, 63]
+    assert np.array_equal(found[1:257], queries[1:257] - 1) and (found[257:] == -1).all()
+    assert work.reference({"array": inputs["array"], "queries": np.array([257, 0, 256])})["found"].tolist() == [-1, -1, 255]
+
+
+def test_bs_refuses_arrays_below_one_search_span(kernels):
+    """PrIM's DPU reads the block 2^BL elements before the array's end for every query."""
+    kernels["bs"].workload(256, 1, 16)
+    with pytest.raises(KernelError, match="at least 2\\^BL = 256"):
+        kernels["bs"].workload(255, 1, 16)
+    with pytest.raises(KernelError, match="2048"):
+        kernels["bs"].workload(2047, 1, 16, {"BL": 11})
 
 
 def test_gemv_columns_and_wraparound(kernels):
@@ -191,7 +200,7 @@ def test_end_to_end_on_simulator(toolchain, kernels, name, defines, dpus, taskle
 
 
 @pytest.mark.parametrize("name,size,kwargs", [("gemv", 13, {"n_cols": 5}), ("gemv", 7, {"n_cols": 300}),
-                                               ("bs", 8, {}), ("bs", 1000, {}), ("red", 13, {})])
+                                               ("bs", 256, {}), ("bs", 1000, {}), ("red", 13, {})])
 def test_odd_shapes_on_simulator(toolchain, kernels, name, size, kwargs):
     kernel = kernels[name]
     binary = toolchain.compile(Variant.of(kernel, "O2", 4))
@@ -206,7 +215,7 @@ VARIANTS = [("red", {"VERSION": "TREE"}, 3), ("red", {"VERSION": "TREE"}, 5), ("
             ("red", {"VERSION": "TREE", "SYNC": "BARRIER"}, 5), ("red", {"PERF": 1}, 16),
             ("red", {"BL": 3}, 16), ("red", {"BL": 11}, 16), ("red", {"FLOAT": None}, 16),
             ("red", {"SHORT": None}, 7), ("red", {"UINT32": None}, 16), ("red", {"UINT64": None}, 16),
-            ("bs", {"BL": 3}, 16), ("bs", {"BL": 11}, 16), ("bs", {}, 24),
+            ("bs", {"BL": 3}, 16), ("bs", {"BL": 11}, 8), ("bs", {}, 24),
             ("gemv", {"BL": 3}, 16), ("gemv", {"BL": 11}, 12), ("gemv", {}, 3)]
 
 

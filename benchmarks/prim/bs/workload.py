@@ -1,28 +1,32 @@
 """BS: binary search of many int64 queries in a sorted int64 array (PrIM), cnmtune's own version.
 
-Size = length of the sorted array (the calibration CSV's size_param). The array holds
-1..size, as in PrIM, and is copied whole to every DPU. There are size/8 queries (at least
-one), rounded up to a multiple of DPUs x tasklets as PrIM rounds its query count; query i is
-the value i, as in PrIM (so query 0, and any query above size, is absent). The queries are
-split in equal consecutive slices across DPUs, then across tasklets.
+Size = length of the sorted array (the calibration CSV's size_param), at least 2^BL elements
+(PrIM's DPU reads the block 2^BL elements before the array's end for every query). Inputs as
+PrIM: the array holds 1..size and is copied whole to every DPU; there are size/8 queries (at
+least one; the calibration's count), rounded up to a multiple of DPUs x tasklets as PrIM
+rounds its query count; query i is the value i (so query 0, and any query above size, is
+absent and takes PrIM's "NOT found" path, a DPU printf). The queries are split in equal
+consecutive slices across DPUs, then across tasklets.
 
 Compile time: BL, log2 of the search block in bytes (default 8 = the 256-byte blocks PrIM
-always uses, since its Makefile never passes BL; 3..11 allowed).
+always uses, since its Makefile never passes BL; 3..11 allowed). WRAM: each tasklet allocates
+three blocks (as PrIM) and 264 bytes next to its 1 KiB stack, so BL = 9 runs 16 tasklets and
+BL = 11 up to 8; the workload refuses more (KernelError) instead of letting mem_alloc fault.
 
 Host side: arguments {input_size, slice_per_dpu (uint64 each), kernel, reserved (uint32
 each)} pushed to DPU_INPUT_ARGUMENTS of every DPU; the array pushed in parallel (the same
 buffer for every DPU) to heap offset 0; each DPU's query slice at heap offset size*8; after
 the launch the host pulls each DPU's found indices (slice int64 at offset (size+slice)*8).
+The DPU work per query is PrIM's: the query read, the two unused block reads, the bisection
+with whole-block scans, the final block and remainder scans (see dpu/task.c).
 
-Deliberate differences from PrIM:
-- every query's result is returned: the DPU writes each found index (or -1) to an MRAM output
-  array, gathered in WRAM and written 32 at a time (256-byte writes, about one per 32
-  queries, which PrIM does not have); the host checks all of them exactly
-  (PrIM keeps one overwritten found value per tasklet and only compares the largest);
-- an absent query yields -1 and no DPU printf (PrIM prints "NOT found" for query 0);
-- the search ends as soon as the query is known to be absent (it falls between two elements
-  of a block), and only the part of a block inside the candidate range is scanned;
-- the kernel's index arithmetic is 32-bit (MRAM offsets fit in 26 bits); PrIM's is 64-bit.
+Remaining differences from PrIM:
+- every query's result is returned: the DPU gathers each found index (or -1) in WRAM and
+  writes them 32 at a time (one 256-byte write per 32 queries, next to PrIM's >= 15 block
+  reads per query: well under 1 % more DMA); the host checks all of them exactly (PrIM keeps
+  one overwritten found value per tasklet and only compares the largest);
+- when the final range is exactly one block, the remainder is empty and no DMA is issued
+  (PrIM issues a 0-byte mram_read): absent queries only (query 0 at the presets), one DMA less.
 """
 
 import numpy as np
@@ -33,6 +37,7 @@ from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
 from cnmtune.runtime.workload import Workload
 
 NOT_FOUND = -1
+FOUND_BATCH = 32  # found indices per MRAM write (dpu/task.c)
 
 
 class BinarySearch(Workload):
@@ -42,6 +47,14 @@ class BinarySearch(Workload):
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 131_072, "large": 2_097_152}
     size_unit = "sorted-array elements (queries = size / 8)"
+
+    def __init__(self, size, nr_dpus, nr_tasklets, defines=None, seed=0):
+        super().__init__(size, nr_dpus, nr_tasklets, defines, seed)
+        block = 1 << int(self.config["BL"])  # bytes; PrIM's extra read starts `block` elements before the end
+        if size < block:
+            raise KernelError(f"{self.name}: the array must hold at least 2^BL = {block} elements "
+                              f"(PrIM reads the block 2^BL elements before its end), got {size}")
+        self.check_wram(3 * block + 8 + 8 * FOUND_BATCH)  # three blocks, the query, the found batch
 
     @property
     def nr_queries(self) -> int:

@@ -1,21 +1,24 @@
-/* BS on a DPU: look up this DPU's queries in a sorted int64 array that lives in MRAM.
+/* BS on a DPU: look up this DPU's queries in a sorted int64 array that lives in MRAM, with
+ * PrIM's block bisection.
  *
  * MRAM heap layout (byte offsets):
  *   0                      the sorted array, input_size elements (the whole array, on every DPU)
  *   input_size*8           this DPU's queries, slice_per_dpu elements
  *   (input_size+slice)*8   the found indices, one int64 per query (-1: not in the array)
- * Tasklet t takes slice/NR_TASKLETS consecutive queries. For each it reads the 8-byte query,
- * then bisects the array over MRAM byte offsets: every step reads the 256-byte block that
- * starts at the (8-aligned) midpoint of the candidate range and scans it linearly. A match
- * ends the search; a first element larger than the query sends it left; a block that holds
- * only smaller elements sends it right; otherwise the query falls between two elements of
- * the block and is absent. A candidate range of one block or less is read and scanned once.
- * The found indices are gathered in WRAM and written back FOUND_BATCH (32) at a time. */
+ * Tasklet t takes slice/NR_TASKLETS consecutive queries. For each, as PrIM: read the 8-byte
+ * query; read the array's first block and the block 2^BL elements before its end (PrIM reads
+ * them and never uses them); then bisect the byte range [start, end): the midpoint, masked to
+ * 8 bytes, names a block that is read and scanned whole for the query (a first element above
+ * the query sends the search left, otherwise a miss sends it right). Once the midpoint falls
+ * within one block of start, the block at start is scanned, then the bytes left after it; a
+ * query found in neither prints PrIM's "NOT found" line. The found indices are gathered in
+ * WRAM and written back FOUND_BATCH (32) at a time. */
 #include <alloc.h>
 #include <barrier.h>
 #include <defs.h>
 #include <mram.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common.h"
 
@@ -23,47 +26,23 @@ __host bs_arguments_t DPU_INPUT_ARGUMENTS;
 
 BARRIER_INIT(start_barrier, NR_TASKLETS);
 
-#define ELEMS_PER_BLOCK (BLOCK_BYTES / sizeof(elem_t))
 #define FOUND_BATCH 32 /* found indices per MRAM write (256 bytes) */
+#define WORD_MASK 0xfffffff8u
 
-/* Linear scan of count sorted elements: returns the position of the first element >= query,
- * or count when all are smaller; *hit tells whether that element equals the query. */
-static uint32_t scan_block(const elem_t *block, uint32_t count, elem_t query, int *hit) {
-    uint32_t i = 0;
-    for (; i < count; i++) {
-        if (block[i] >= query) {
-            *hit = block[i] == query;
-            return i;
+/* PrIM's block test over `bytes` bytes: -2 if the block starts above the query, else the
+ * query's index in the block, or -1 when it is not there (the whole block is scanned). */
+static int64_t search(const elem_t *block, elem_t query, uint32_t bytes) {
+    int64_t found = -2;
+    if (block[0] <= query) {
+        found = -1;
+        for (uint32_t i = 0; i < bytes / sizeof(elem_t); i++) {
+            if (block[i] == query) {
+                found = i;
+                break;
+            }
         }
     }
-    *hit = 0;
-    return count;
-}
-
-/* Index of `query` in the sorted array at MRAM address `array` (`bytes` long), or -1. */
-static int64_t search(uint32_t array, uint32_t bytes, elem_t query, elem_t *block) {
-    uint32_t lo = 0, hi = bytes; /* candidate byte range [lo, hi) */
-    int hit;
-    while (hi - lo > BLOCK_BYTES) {
-        const uint32_t mid = lo + (((hi - lo) >> 1) & ~7u);
-        mram_read((__mram_ptr void const *)(array + mid), block, BLOCK_BYTES);
-        /* only the elements still in range count; the block may run past hi */
-        const uint32_t count = (hi - mid >= BLOCK_BYTES) ? ELEMS_PER_BLOCK : (hi - mid) >> 3;
-        const uint32_t pos = scan_block(block, count, query, &hit);
-        if (hit)
-            return (int64_t)((mid >> 3) + pos);
-        if (pos == 0)
-            hi = mid; /* first element larger: go left */
-        else if (pos == count)
-            lo = mid + (count << 3); /* all smaller: go right */
-        else
-            return BS_NOT_FOUND; /* between two neighbours of this block */
-    }
-    if (hi == lo)
-        return BS_NOT_FOUND;
-    mram_read((__mram_ptr void const *)(array + lo), block, hi - lo);
-    const uint32_t pos = scan_block(block, (hi - lo) >> 3, query, &hit);
-    return hit ? (int64_t)((lo >> 3) + pos) : BS_NOT_FOUND;
+    return found;
 }
 
 static int binary_search(void) {
@@ -72,24 +51,65 @@ static int binary_search(void) {
         mem_reset(); /* WRAM heap survives launches: start each one from empty */
     barrier_wait(&start_barrier);
 
-    const uint32_t array_bytes = (uint32_t)DPU_INPUT_ARGUMENTS.input_size << 3;
-    const uint32_t slice = (uint32_t)DPU_INPUT_ARGUMENTS.slice_per_dpu;
+    const uint64_t input_size = DPU_INPUT_ARGUMENTS.input_size;
     const uint32_t mram_array = (uint32_t)DPU_MRAM_HEAP_POINTER;
-    const uint32_t mram_queries = mram_array + array_bytes;
-    const uint32_t mram_found = mram_queries + (slice << 3);
+    const uint32_t mram_array_end = mram_array + sizeof(elem_t) * input_size;
+    const uint32_t mram_found = mram_array_end + (DPU_INPUT_ARGUMENTS.slice_per_dpu << 3);
+    const uint32_t first = tasklet * (DPU_INPUT_ARGUMENTS.slice_per_dpu / NR_TASKLETS);
+    uint32_t mram_query = mram_array_end + first * sizeof(elem_t);
 
-    elem_t *block = (elem_t *)mem_alloc(BLOCK_BYTES);
+    elem_t *cache = (elem_t *)mem_alloc(BLOCK_BYTES);
+    elem_t *cache_first = (elem_t *)mem_alloc(BLOCK_BYTES);
+    elem_t *cache_last = (elem_t *)mem_alloc(BLOCK_BYTES);
     elem_t *query = (elem_t *)mem_alloc(sizeof(elem_t));
     int64_t *found = (int64_t *)mem_alloc(FOUND_BATCH * sizeof(int64_t));
 
-    const uint32_t per_tasklet = slice / NR_TASKLETS; /* the host makes it exact */
-    const uint32_t first = tasklet * per_tasklet;
     uint32_t pending = 0; /* results in `found` not yet written */
-    for (uint32_t q = first; q < first + per_tasklet; q++) {
-        mram_read((__mram_ptr void const *)(mram_queries + (q << 3)), query, sizeof(elem_t));
-        found[pending++] = search(mram_array, array_bytes, *query, block);
-        if (pending == FOUND_BATCH || q + 1 == first + per_tasklet) {
-            const uint32_t done = q + 1 - pending;
+    for (uint64_t q = 0; q < DPU_INPUT_ARGUMENTS.slice_per_dpu / NR_TASKLETS; q++) {
+        mram_read((__mram_ptr void const *)mram_query, query, sizeof(elem_t));
+        mram_query += sizeof(elem_t);
+
+        uint32_t start = mram_array;
+        uint32_t end = mram_array_end;
+        mram_read((__mram_ptr void const *)start, cache_first, BLOCK_BYTES);
+        mram_read((__mram_ptr void const *)(end - BLOCK_BYTES * sizeof(elem_t)), cache_last, BLOCK_BYTES);
+
+        int64_t index = BS_NOT_FOUND;
+        while (1) {
+            const uint32_t mid = ((start + end) / 2) & WORD_MASK;
+            if (mid < start + BLOCK_BYTES) { /* the range holds less than two blocks */
+                mram_read((__mram_ptr void const *)start, cache, BLOCK_BYTES);
+                int64_t hit = search(cache, *query, BLOCK_BYTES);
+                if (hit > -1) {
+                    index = hit + (start - mram_array) / sizeof(elem_t);
+                } else {
+                    const uint32_t rest = end - (start + BLOCK_BYTES); /* 0..BLOCK_BYTES-8 */
+                    if (rest > 0) { /* PrIM issues a 0-byte read here, which a DMA refuses */
+                        mram_read((__mram_ptr void const *)(start + BLOCK_BYTES), cache, rest);
+                        hit = search(cache, *query, rest);
+                    }
+                    if (hit > -1)
+                        index = hit + (start + BLOCK_BYTES - mram_array) / sizeof(elem_t);
+                    else
+                        printf("%lld NOT found\n", (long long)*query);
+                }
+                break;
+            }
+            mram_read((__mram_ptr void const *)mid, cache, BLOCK_BYTES);
+            const int64_t hit = search(cache, *query, BLOCK_BYTES);
+            if (hit > -1) {
+                index = hit + (mid - mram_array) / sizeof(elem_t);
+                break;
+            }
+            if (hit == -2)
+                end = mid; /* the block starts above the query: go left */
+            else
+                start = mid; /* go right */
+        }
+
+        found[pending++] = index;
+        if (pending == FOUND_BATCH || q + 1 == DPU_INPUT_ARGUMENTS.slice_per_dpu / NR_TASKLETS) {
+            const uint32_t done = first + (uint32_t)q + 1 - pending;
             mram_write(found, (__mram_ptr void *)(mram_found + (done << 3)), pending << 3);
             pending = 0;
         }
