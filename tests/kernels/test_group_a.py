@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cnmtune.errors import KernelError
@@ -67,7 +68,15 @@ def test_workloads_refuse_what_does_not_fit(kernels):
     with pytest.raises(KernelError):
         kernels["ts"].workload(1000, 1, 4, query_len=100)  # not a multiple of 64
     with pytest.raises(KernelError):
-        kernels["ts"].workload(100, 1, 4)  # query longer than the series
+        kernels["ts"].workload(1000, 1, 4, {"BL": 3}, query_len=2)  # windows with a zero deviation
+
+
+def test_ts_pads_the_series_as_prim(kernels):
+    """n rounds up to DPUs x tasklets x m; the padding continues i mod 127 and is evaluated."""
+    work = kernels["ts"].workload(100, 2, 4)  # shorter than the query: 2 x 4 x 256 positions
+    series = work.inputs()["series"]
+    assert series.size == 2048 and (series == np.arange(2048) % 127).all()
+    assert work.reference(work.inputs())["min_index"][0] < 1024 - 256  # on DPU 0, before its last m
 
 
 def test_repeated_runs_on_one_device(toolchain, kernels):

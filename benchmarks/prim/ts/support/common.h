@@ -19,19 +19,20 @@ typedef int32_t elem_t;
 
 enum ts_kernel { TS_KERNEL_PROFILE = 0, TS_NR_KERNELS = 1 };
 
-/* Written by the host before each launch, one per DPU (32 bytes on both sides). */
+/* Written by the host before each launch, the same on every DPU (PrIM's fields; 32 bytes). */
 typedef struct {
-    uint32_t slice;     /* start positions owned by this DPU (a multiple of NR_TASKLETS x query_len) */
-    uint32_t valid;     /* how many of them are real (the others are padding) */
-    uint32_t query_len; /* m, a multiple of DOTPIP */
-    int32_t query_mean; /* the query's mean, truncated */
-    int32_t query_std;  /* the query's standard deviation, truncated (at least 1) */
-    uint32_t kernel;    /* entry selected in the kernel table */
-    uint32_t reserved[2];
+    uint32_t ts_length;      /* the padded series length (unused on the DPU, as in PrIM) */
+    uint32_t query_length;   /* m, a multiple of DOTPIP */
+    int32_t query_mean;      /* the query's mean, truncated */
+    int32_t query_std;       /* the query's standard deviation, truncated */
+    uint32_t slice_per_dpu;  /* start positions owned by each DPU (a multiple of NR_TASKLETS x m) */
+    int32_t exclusion_zone;  /* 0 (unused, as in PrIM) */
+    uint32_t kernel;         /* entry selected in the kernel table */
+    uint32_t reserved;
 } ts_arguments_t;
 
 /* One per tasklet (8 bytes): the smallest distance over its start positions and the first
- * position (DPU-local) where it occurs; index 0xFFFFFFFF when the tasklet had no position. */
+ * position (DPU-local) where it occurs; INT32_MAX and 0 when the tasklet had no position. */
 typedef struct {
     int32_t min_dist;
     uint32_t min_index;
