@@ -160,14 +160,15 @@ class Features:
 
 def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT_LOOP_WEIGHT,
                      ecall_header: Path | None = None, name: str | None = None,
-                     shorthands: bool = True) -> Features:
+                     shorthands: bool = True, lowered: bool = False) -> Features:
     """Read the static features of a linked proxy ELF or a real DPU ELF (a path or its bytes).
 
     ``ecall_header`` is the service table naming ``total_ecalls`` of a proxy ELF (default: the
     DPU runtime's cnm_ecall.h). ``shorthands`` (DPU ELFs only) counts ``move``, ``jeq``,
-    ``jump``, ... as objdump writes them; False counts the operation each encodes.
+    ``jump``, ... as objdump writes them; False counts the operation each encodes. ``lowered``
+    (proxy ELFs) gives the features of the DPU code the ELF lowers to, in the DPU schema.
     """
-    program = decode(source, ecall_header=ecall_header, name=name, shorthands=shorthands)
+    program = decode(source, ecall_header=ecall_header, name=name, shorthands=shorthands, lowered=lowered)
     return features_of(program, loop_weight=loop_weight)
 
 

@@ -13,7 +13,7 @@ IRAM). ``cnmtune.costmodel.analysis.features.features_of`` turns any DecodedProg
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +22,7 @@ from cnmtune.costmodel.analysis.calls import CallSite, call_sites, ecall_sites
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
 from cnmtune.costmodel.analysis.dpu_program import decode_dpu, dpu_call_sites, dpu_cfgs
 from cnmtune.costmodel.analysis.elf import EM_DPU, ElfImage, elf_machine, load_dpu_elf, load_elf, read_source
+from cnmtune.costmodel.analysis.lowering import lower
 from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, SOFTLIB, Function
 from cnmtune.costmodel.analysis.rv32_program import decode_rv32
 from cnmtune.costmodel.analysis.schema import DPU_OPS_SCHEMA_VERSION, DPU_SCHEMA_VERSION, SCHEMA_VERSION
@@ -90,10 +91,42 @@ def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
                           loop_depth=depth, call_sites=tuple(dpu_call_sites(program)), ecalls={})
 
 
+def lowered_frontend(image: ElfImage) -> DecodedProgram:
+    """A proxy ELF as the DPU code the UPMEM compiler would emit for it (the lowering model), in
+    the schema of real DPU ELFs (``dpu-1``), so one model scores proxy and SDK binaries.
+
+    Each rv32i word becomes the DPU instructions it lowers to (none where a neighbour absorbs
+    it; ``add+lsl_add`` is two), keeping its function, loop depth and call site. IRAM is kernel
+    + runtime as on the proxy: zig's soft arithmetic is not the SDK's, so it stays apart.
+    Services are runtime calls, as in the proxy schema; there are no ecall counts.
+    """
+    program = decode_rv32(image)
+    depth, cfgs = loop_depths(program)
+    low = lower(program, cfgs)
+    counts = low.slots.astype(np.int64)
+    start = np.concatenate(([0], np.cumsum(counts)))  # rv32i word -> its first DPU instruction
+    mnemonics: list[str] = []
+    for name, count in zip(low.mnemonics, counts.tolist()):
+        parts = name.split("+")
+        mnemonics.extend(parts if len(parts) == count else [name] * count)
+    functions = tuple(replace(f, first=int(start[f.first]), count=int(start[f.first + f.count] - start[f.first]))
+                      for f in program.functions)
+    sites = tuple(replace(site, index=int(start[site.index])) for site in call_sites(program, cfgs))
+    return DecodedProgram(image=image, toolchain="proxy", schema_version=DPU_SCHEMA_VERSION,
+                          mnemonics=mnemonics, functions=functions,
+                          function_of=np.repeat(program.function_of, counts),
+                          padding=np.zeros(len(mnemonics), dtype=bool), regions_known=program.regions_known,
+                          iram_regions=(KERNEL, RUNTIME), cfgs=cfgs, loop_depth=np.repeat(depth, counts),
+                          call_sites=sites, ecalls={})
+
+
 def decode(source: str | Path | bytes, *, ecall_header: Path | None = None, name: str | None = None,
-           shorthands: bool = True) -> DecodedProgram:
-    """Decode a linked proxy ELF or a real DPU ELF (a path or its bytes) with its front-end."""
+           shorthands: bool = True, lowered: bool = False) -> DecodedProgram:
+    """Decode a linked proxy ELF or a real DPU ELF (a path or its bytes) with its front-end;
+    ``lowered`` reads a proxy ELF as the DPU code it lowers to (``lowered_frontend``)."""
     data, label = read_source(source, name)
     if elf_machine(data) == EM_DPU:
         return dpu_frontend(load_dpu_elf(data, label), shorthands)
+    if lowered:
+        return lowered_frontend(load_elf(data, label))
     return rv32_frontend(load_elf(data, label), ecall_header)

@@ -57,13 +57,14 @@ def features_command(
     underlying: bool = typer.Option(False, "--underlying",
                                     help="DPU ELFs: count shorthands (move, jeq, jump, ...) as the operation they encode"),
     lowered: bool = typer.Option(False, "--lowered",
-                                 help="proxy ELFs: also the DPU code the UPMEM compiler would emit (lowering model)"),
+                                 help="proxy ELFs: the features of the DPU code the UPMEM compiler would emit "
+                                      "(lowering model), in the DPU schema of real DPU ELFs"),
 ) -> None:
     """Static features of an ELF: opcode histogram, runtime calls, loops, footprints."""
     from cnmtune.costmodel import extract_features
     from cnmtune.costmodel.analysis.schema import schema_for
 
-    found = extract_features(elf, shorthands=not underlying)
+    found = extract_features(elf, shorthands=not underlying, lowered=lowered)
     schema = schema_for(found.schema_version, found.loop_weight)
     dpu_code = _lowered(elf, found) if lowered else None
     if as_json:
@@ -111,12 +112,6 @@ def _print_lowered(dpu_code: dict) -> None:
     for label, key in (("kernel", "kernel"), ("IRAM (kernel + runtime)", "iram")):
         sizes.add_row(label, str(dpu_code[f"{key}_rv32_instructions"]), str(dpu_code[f"{key}_dpu_instructions"]))
     console.print(sizes)
-    histogram = Table(title="kernel DPU instructions")
-    histogram.add_column("mnemonic")
-    histogram.add_column("count", justify="right")
-    for mnemonic, count in sorted(dpu_code["kernel_histogram"].items(), key=lambda kv: (-kv[1], kv[0])):
-        histogram.add_row(mnemonic, str(count))
-    console.print(histogram)
 
 
 def compare_command(

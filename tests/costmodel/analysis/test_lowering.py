@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from cnmtune.costmodel.analysis.elf import load_elf
-from cnmtune.costmodel.analysis.lowering import lower
+from cnmtune.costmodel.analysis.features import extract_features
+from cnmtune.costmodel.analysis.lowering import lower, lowered_summary
+from cnmtune.costmodel.analysis.schema import DPU_SCHEMA_VERSION, dpu_schema
 from cnmtune.costmodel.analysis.lowering_rules import RULES
 from cnmtune.costmodel.analysis.rv32_program import decode_rv32
 from cnmtune.runtime import Kernel
@@ -142,3 +144,19 @@ def test_the_arith_microbenchmark_loop(toolchain, defines, rv32, dpu):
     loop_start = next(i for i in range(fn.first, loop_end) if prog.mnemonics[i] == "lw")
     assert loop_end - loop_start == rv32
     assert int(np.sum(low.slots[loop_start:loop_end])) == dpu
+
+
+def test_a_proxy_elf_in_the_dpu_schema(toolchain):
+    """The lowered DPU code of a proxy ELF has features in the schema of real DPU ELFs, so one
+    model scores both; counts and loop weights follow the lowered code."""
+    binary = toolchain.compile(Variant.of(Kernel.load(ARITH), "O2", 16, {"INT64": None, "ADD": None}))
+    found = extract_features(binary.elf_path, lowered=True)
+    summary = lowered_summary(binary.elf_path)
+    assert (found.schema_version, found.toolchain) == (DPU_SCHEMA_VERSION, "proxy")
+    assert found.kernel_histogram == summary["kernel_histogram"]
+    assert found.iram_instructions == summary["iram_dpu_instructions"] == binary.memory.iram_dpu_instructions
+    schema = dpu_schema()
+    vector = found.vector(schema)
+    assert vector.shape == (len(schema),) and vector[schema.names.index("op:addc")] >= 1
+    assert found.weighted_kernel_histogram["lsl_add"] > found.kernel_histogram["lsl_add"]  # inside the loop
+    assert found.kernel_calls == extract_features(binary.elf_path).kernel_calls

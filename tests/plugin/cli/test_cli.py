@@ -31,7 +31,10 @@ def va_elf(tmp_path_factory) -> Path:
 def test_features_lowered_shows_the_dpu_code_of_a_proxy_elf(va_elf):
     result = cnmtune("features", str(va_elf), "--lowered", "--json")
     assert result.returncode == 0, result.stderr
-    lowered = json.loads(result.stdout)["lowered"]
+    record = json.loads(result.stdout)
+    lowered = record["lowered"]
+    assert record["feature_schema"]["version"] == "dpu-1"  # the schema of real DPU ELFs
+    assert record["kernel_histogram"] == lowered["kernel_histogram"]
     assert 0 < lowered["kernel_dpu_instructions"] < lowered["kernel_rv32_instructions"]
     assert lowered["iram_dpu_instructions"] < lowered["iram_rv32_instructions"]
     assert sum(lowered["kernel_histogram"].values()) == lowered["kernel_dpu_instructions"]
