@@ -67,6 +67,7 @@ def _run_with(toolchain, name, pipeline, tasklets, dpus, size, defines, **params
 @pytest.mark.parametrize("name, tasklets, dpus, size, defines, params", [
     ("mlp", 3, 3, 151, {"BL": 5}, {"n_cols": 150}),  # odd row counts, several blocks per row
     ("nw", 13, 3, 96, {"BL": 16, "BL_IN": 4}, {"penalty": 3}),  # several blocks per DPU
+    ("nw", 5, 2, 64, {"BL": 16, "BL_IN": 4}, {"random_sequences": 1}),  # BLOSUM62 scores of random sequences
     ("hst-s", 5, 3, 3001, {"BL": 5}, {"bins": 64}),  # odd pixel counts per DPU
     ("hst-l", 8, 2, 777, {"BL": 6, "NR_HISTO": 4}, {"bins": 128}),  # four shared histograms
     ("trns", 5, 2, 3, {}, {"m": 3, "n": 5, "strips": 3}),  # two rounds, one DPU idle in the last
@@ -114,6 +115,13 @@ def test_workload_refuses_what_does_not_fit(name, tasklets, defines, params, mes
         return
     with pytest.raises(KernelError, match=message):
         kernel.workload(size, 1, tasklets, defines, 0, **params)
+
+
+def test_nw_scores_are_prims_unless_random_sequences():
+    """PrIM builds every score from a zeroed array: BLOSUM62[0][0] = 4; random_sequences=1 does not."""
+    scores = _kernel("nw").workload(32, 1, 13).inputs()["scores"]
+    assert scores.shape == (32, 32) and (scores == 4).all()
+    assert len(set(_kernel("nw").workload(32, 1, 13, random_sequences=1).inputs()["scores"].ravel())) > 1
 
 
 def test_nw_size_must_be_a_multiple_of_bl():

@@ -2,11 +2,16 @@
 
 Size = n, the length of both sequences (PrIM's -n); the score matrix has (n+1) x (n+1) cells,
 row 0 and column 0 holding -i * penalty. n must be a multiple of BL. Keyword `penalty` (gap
-penalty, default 1, PrIM's -p). Sequences are seeded random residues 1..10 (as PrIM's
-rand() % 10 + 1); the substitution score of cell (i, j) is BLOSUM62[s1[i]][s2[j]].
+penalty, default 1, PrIM's -p).
+Cell (i, j) = max(cell(i-1, j-1) + score(i, j), cell(i, j-1) - penalty, cell(i-1, j) - penalty).
+
+Inputs as PrIM: every substitution score is BLOSUM62[0][0] = 4. PrIM draws two sequences of
+residues 1..10 (rand() % 10 + 1 after srand(7)) but builds the scores from a still zeroed
+array, so this is what its DPUs compute with. Keyword `random_sequences=1` uses what PrIM
+meant instead: BLOSUM62[s1[i]][s2[j]] of two seeded random sequences (a numpy generator over
+1..10, not libc's sequence).
 Presets: small 64, default 512, large 2560 (PrIM's strong scaling on one rank); the simulator
 runs about 20,000 cells per second here.
-Cell (i, j) = max(cell(i-1, j-1) + score(i, j), cell(i, j-1) - penalty, cell(i-1, j) - penalty).
 
 Compile time: BL, the block edge in cells (NOT a log2; even; default 32, the block of PrIM's
 full strong-scaling runs, since PrIM's Makefile default of 1024 with its default n = 256 runs
@@ -25,15 +30,18 @@ corner, the BL cells above, one more), rows 1..BL = 2 ints (the left boundary an
 at slot*(BL+1)(BL+2)*4 + row*(BL+2)*4; then per slot and row the BL substitution scores at
 active_blocks*(BL+1)(BL+2)*4 + (slot*BL + row)*BL*4; launch; then one parallel pull per slot
 and row 1..BL of BL+2 ints, whose BL cells go back into the host matrix (row stride n+2: one
-padding column keeps the rows even). Idle DPUs get nblocks = 0 and zero buffers.
+padding column keeps the rows even). Idle DPUs get nblocks = 0 and zero buffers. The DPU work
+is PrIM's: per block, the top-left sub-diagonal steps 0..BL/BL_IN (step 0 holds no sub-block)
+and the bottom-right steps 2..BL/BL_IN, a barrier after each (dpu/task.c).
 
-Deliberate differences from PrIM:
-- the substitution scores come from the generated sequences (PrIM builds them from a still
-  zeroed array, so every score is BLOSUM62[0][0] = 4);
+Remaining differences from PrIM:
 - the DPU set is not re-allocated when a diagonal has fewer blocks than DPUs (PrIM's
   DYNAMIC frees and reloads it): surplus DPUs launch with nblocks = 0 and return at once;
+  kernel time is the slowest DPU's, so none on DPU time;
+- PrIM's DPU binary also holds the 2.3 KiB BLOSUM62 table in WRAM (unused there): WRAM
+  footprint only;
 - only the BL cells of each pulled row are copied into the host matrix (PrIM copies the whole
-  BL+2-int row, spare columns included); no host traceback is run;
+  BL+2-int row, spare columns included); no host traceback is run: host side only;
 - every cell except row and column 0 is compared exactly, as in PrIM.
 """
 
@@ -84,11 +92,13 @@ class NeedlemanWunsch(Workload):
                       "BL_IN": (2, 4, 8, 16)}
     nr_tasklets = 13
     sizes = {"small": 64, "default": 512, "large": 2560}
-    params: ClassVar[dict[str, object]] = {"penalty": 1}
+    params: ClassVar[dict[str, object]] = {"penalty": 1, "random_sequences": 0}
 
-    def __init__(self, size, nr_dpus, nr_tasklets, defines=None, seed=0, penalty=None):
+    def __init__(self, size, nr_dpus, nr_tasklets, defines=None, seed=0, penalty=None, random_sequences=None):
         super().__init__(size, nr_dpus, nr_tasklets, defines, seed)
         self.penalty = int(self.params["penalty"] if penalty is None else penalty)
+        self.random_sequences = bool(int(self.params["random_sequences"] if random_sequences is None
+                                         else random_sequences))
         self.bl, self.bl_in = int(self.config["BL"]), int(self.config["BL_IN"])
         if self.bl % self.bl_in:
             raise KernelError(f"{self.name}: BL={self.bl} must be a multiple of BL_IN={self.bl_in}")
@@ -101,11 +111,12 @@ class NeedlemanWunsch(Workload):
                               f"{wram} bytes of WRAM (> {WRAM_SIZE}); use fewer tasklets or a smaller BL_IN")
 
     def inputs(self):
+        """scores[i-1, j-1] is the substitution score of cell (i, j)."""
+        if not self.random_sequences:
+            return {"scores": np.full((self.size, self.size), BLOSUM62[0, 0], np.int32)}
         rng = np.random.default_rng(self.seed)
-        s1 = rng.integers(1, 11, self.size)
-        s2 = rng.integers(1, 11, self.size)
-        return {"seq1": s1.astype(np.int32), "seq2": s2.astype(np.int32),
-                "scores": BLOSUM62[np.ix_(s1, s2)]}  # scores[i-1, j-1] for cell (i, j)
+        s1, s2 = rng.integers(1, 11, self.size), rng.integers(1, 11, self.size)
+        return {"scores": BLOSUM62[np.ix_(s1, s2)]}
 
     def reference(self, inputs):
         n, p = self.size, self.penalty

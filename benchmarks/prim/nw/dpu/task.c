@@ -7,9 +7,10 @@
  *     BL+1 is spare). The host fills row 0 and columns 0..1 of the other rows.
  *   reference scores at active_blocks*NW_BLOCK_INTS*4 + s*NW_REF_INTS*4: BL rows of BL ints.
  * A block is a NW_REP x NW_REP grid of BL_IN x BL_IN sub-blocks, computed as a wavefront
- * over its 2*NW_REP-1 sub-diagonals with a barrier after each. The sub-blocks of a
- * sub-diagonal are dealt in consecutive runs (len/NR_TASKLETS each, one more for the first
- * len mod NR_TASKLETS tasklets). Per sub-block a tasklet reads the row above (BL_IN+2 ints),
+ * over its sub-diagonals in PrIM's two phases (top-left steps 0..NW_REP, step 0 empty;
+ * bottom-right steps 2..NW_REP) with a barrier after each step. The sub-blocks of a step are
+ * dealt in consecutive runs (len/NR_TASKLETS each, one more for the first len mod
+ * NR_TASKLETS tasklets). Per sub-block a tasklet reads the row above (BL_IN+2 ints),
  * the left boundary of each row (8 bytes each), BL_IN rows of BL_IN reference scores,
  * fills the tile and writes its BL_IN rows back (BL_IN+2 ints each, from the left boundary;
  * the last int lands in the next, not yet computed, sub-block and is overwritten later). */
@@ -60,6 +61,15 @@ static void sub_block(uint32_t score, uint32_t ref, uint32_t si, uint32_t sj,
         mram_write(tile + r * TILE_STRIDE, (__mram_ptr void *)(base + r * MRAM_ROW_BYTES), TILE_ROW_BYTES);
 }
 
+/* PrIM's split of len sub-blocks over the tasklets: consecutive runs, len / NR_TASKLETS each
+ * and one more for the first len mod NR_TASKLETS tasklets. */
+static void split(uint32_t len, unsigned int tasklet, uint32_t *first, uint32_t *count) {
+    const uint32_t per = len / NR_TASKLETS;
+    const uint32_t rest = len % NR_TASKLETS;
+    *first = tasklet * per + (tasklet < rest ? tasklet : rest);
+    *count = per + (tasklet < rest ? 1 : 0);
+}
+
 int main(void) {
     const unsigned int tasklet = me();
     if (tasklet == 0)
@@ -74,20 +84,22 @@ int main(void) {
     int32_t *tile = (int32_t *)mem_alloc((BL_IN + 1) * TILE_ROW_BYTES);
     int32_t *ref_tile = (int32_t *)mem_alloc(BL_IN * BL_IN * 4);
 
+    uint32_t first, count;
     for (uint32_t b = 0; b < nblocks; b++) {
         const uint32_t score = heap + b * (NW_BLOCK_INTS * 4);
         const uint32_t ref = ref_base + b * (NW_REF_INTS * 4);
-        for (uint32_t d = 0; d < 2 * NW_REP - 1; d++) {
-            /* sub-blocks (si, d - si) with both coordinates inside the grid */
-            const uint32_t lo = d < NW_REP ? 0 : d - (NW_REP - 1);
-            const uint32_t hi = d < NW_REP ? d : NW_REP - 1;
-            const uint32_t len = hi - lo + 1;
-            const uint32_t per = len / NR_TASKLETS;
-            const uint32_t rest = len % NR_TASKLETS;
-            const uint32_t first = lo + tasklet * per + (tasklet < rest ? tasklet : rest);
-            const uint32_t count = per + (tasklet < rest ? 1 : 0);
-            for (uint32_t si = first; si < first + count; si++)
-                sub_block(score, ref, si, d - si, tile, ref_tile, penalty);
+        /* top-left: step s holds the s sub-blocks (x, s - 1 - x) (step 0 none, as in PrIM) */
+        for (uint32_t s = 0; s <= NW_REP; s++) {
+            split(s, tasklet, &first, &count);
+            for (uint32_t x = first; x < first + count; x++)
+                sub_block(score, ref, x, s - 1 - x, tile, ref_tile, penalty);
+            barrier_wait(&wave_barrier);
+        }
+        /* bottom-right: step s holds the NW_REP - s + 1 sub-blocks from row s - 1 */
+        for (uint32_t s = 2; s <= NW_REP; s++) {
+            split(NW_REP - s + 1, tasklet, &first, &count);
+            for (uint32_t x = s - 1 + first; x < s - 1 + first + count; x++)
+                sub_block(score, ref, x, NW_REP + s - 2 - x, tile, ref_tile, penalty);
             barrier_wait(&wave_barrier);
         }
     }
