@@ -99,9 +99,12 @@ def test_spmv_reference_is_exact_and_reads_matrix_market(toolchain, kernels, tmp
     path = tmp_path / "m.mtx"
     path.write_text("%%MatrixMarket matrix coordinate pattern symmetric\n% comment\n5 5 6\n"
                     "1 1\n2 1\n3 2\n4 4\n5 3\n5 5\n")
+    rounding = tmp_path / "r.mtx"  # row 0 sums to 0 in float32 in column order (1 is lost), 1 exactly
+    rounding.write_text("%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1e8\n1 2 1.0\n1 3 -1e8\n"
+                        "2 2 0.1\n3 1 0.3\n")
     kernel = kernels["spmv"]
     binary = toolchain.compile(Variant.of(kernel, "O2", 4))
-    for kwargs, size in (({}, 300), ({"matrix": str(path)}, 12)):
+    for kwargs, size in (({}, 300), ({"matrix": str(path)}, 12), ({"matrix": str(rounding)}, 6)):
         work = kernel.workload(size, 3, 4, **kwargs)
         inputs = work.inputs()
         device = SimDevice(3)
@@ -109,6 +112,8 @@ def test_spmv_reference_is_exact_and_reads_matrix_market(toolchain, kernels, tmp
         got, want = work.execute(device, inputs)["y"], work.reference(inputs)["y"]
         assert np.array_equal(got, want)  # bit-exact: same float32 operations in the same order
     assert kernel.workload(12, 1, 1, matrix=str(path)).inputs()["rowptr"][5] == 9  # 6 entries + 3 mirrored
+    work = kernel.workload(6, 1, 1, matrix=str(rounding))
+    assert work.reference(work.inputs())["y"][:3].tolist() == [0.0, np.float32(0.1), np.float32(0.3)]
 
 
 def test_bfs_reads_edge_lists(toolchain, kernels, tmp_path):

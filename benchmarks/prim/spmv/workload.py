@@ -5,12 +5,13 @@ Size = rows of A. Parameters (constructor keywords, also in `params`):
   symmetric or skew-symmetric) or of PrIM's own format (a "rows cols nnz" line, then 1-based
   "row col [value]" lines). Pattern entries get the value 1.0, as in PrIM. The file's rows are
   stacked (cycled) or cut to `size` rows, as PrIM's replicate tool stacks copies of the rows.
-  Default None: a seeded generator.
-- `nnz_per_row` (default 16) and `bandwidth` (default 32) shape the generated matrix: square,
-  each row has about nnz_per_row nonzeros, half inside a band of half-width `bandwidth`
-  around the diagonal and half at uniformly random columns (duplicates merged).
-Values are seeded uniform floats in [-1, 1) and x is seeded uniform in [-1, 1) (PrIM uses
-1.0 for both). The reference repeats the DPU's float32 operations in the same order (one
+  Default None: a seeded generator, standing in for PrIM's bcsstk30 (not shipped).
+- `nnz_per_row` (default 36, about bcsstk30's: 1,036,208 stored entries over 28,924 rows, the
+  default size) and `bandwidth` (default 32) shape the generated matrix: square, each row has
+  about nnz_per_row nonzeros, half inside a band of half-width `bandwidth` around the
+  diagonal and half at uniformly random columns (duplicates merged).
+Values as PrIM: every generated value and every element of x is 1.0 (a file's values are
+used as given). The reference repeats the DPU's float32 operations in the same order (one
 rounded multiply and one rounded add per nonzero, in column order), so it is exact.
 
 No compile-time define (PrIM has none: x and y tiles are 64 floats, seqread caches 256 B).
@@ -22,11 +23,16 @@ DPUs) rounded up to even (the last DPUs may get fewer or none). A host-side bump
 nr_rows, first_rowptr, and the offsets of rowptr, nonzeros, x, y) at 0; the DPU's nr_rows + 1
 row pointers (global values, rebased on the DPU with first_rowptr); its nonzeros as 8-byte
 (uint32 column, float value) pairs; the whole x (padded to 64-float tiles); then y. Every
-transfer is a serial copy_to / copy_from, sizes rounded up to 8 bytes.
+transfer is a serial copy_to / copy_from, sizes rounded up to 8 bytes. The DPU work is
+PrIM's (dpu/task.c).
 
-Deliberate differences from PrIM: random values instead of 1.0 (exactly reproduced by the
-reference); a DPU or tasklet with no rows does nothing (PrIM's row arithmetic assumes rows);
-no DPU printf.
+Remaining differences from PrIM:
+- the generated matrix replaces bcsstk30: same row count and density at the default size,
+  but half of each row's columns are random where bcsstk30's lie in its finite-element
+  profile, so x tiles are re-read more often (one 256-byte DMA per switch between tiles):
+  DPU time likely above PrIM's on the real file;
+- a DPU or tasklet with no rows does nothing (PrIM's row arithmetic assumes rows); no DPU
+  printf on an odd row count (the host never makes one): none on DPU time.
 """
 
 from pathlib import Path
@@ -80,7 +86,7 @@ class SparseMatVec(Workload):
     define_choices = {}
     nr_tasklets = 16
     sizes = {"small": 512, "default": 28_924, "large": 131_072}
-    params: ClassVar[dict[str, object]] = {"matrix": None, "nnz_per_row": 16, "bandwidth": 32}
+    params: ClassVar[dict[str, object]] = {"matrix": None, "nnz_per_row": 36, "bandwidth": 32}
 
     def __init__(self, size, nr_dpus, nr_tasklets, defines=None, seed=0, matrix=None, nnz_per_row=None,
                  bandwidth=None):
@@ -113,14 +119,13 @@ class SparseMatVec(Workload):
         cc = np.concatenate([np.clip(band, 0, n - 1), rand], axis=1).ravel()
         keys = np.unique(rr * n + cc)  # merge duplicates; sorted by row, then column
         r, c = keys // n, keys % n
-        v = rng.uniform(-1, 1, r.size).astype(np.float32)
-        return n, r, c, v
+        return n, r, c, np.ones(r.size, np.float32)
 
     def inputs(self):
         rng = np.random.default_rng(self.seed)
         cols, r, c, v = self._coordinates(rng)
         rowptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=self.size))]).astype(np.uint32)
-        x = rng.uniform(-1, 1, cols).astype(np.float32)
+        x = np.ones(cols, np.float32)
         return {"rowptr": rowptr, "cols": c.astype(np.uint32), "values": v.astype(np.float32), "x": x}
 
     def reference(self, inputs):

@@ -4,9 +4,9 @@
  * its nonzeros, the whole x and its y. Every tasklet reads the parameters, then takes
  * ceil(nr_rows / NR_TASKLETS) rounded up to even consecutive rows (so every y write is a
  * multiple of 8 bytes). Two sequential readers stream the row pointers and the nonzeros;
- * x is cached one 64-float tile at a time and re-read whenever a column falls in another
- * tile; results are gathered in a 64-float tile, written when it fills, and the last partial
- * tile is written with (rows mod 64) x 4 bytes. */
+ * x is cached one 64-float tile at a time (tile 0 read first) and re-read whenever a column
+ * falls in another tile; results are gathered in a 64-float tile, written when it fills, and
+ * at the last row the partial tile is written with (rows mod 64) x 4 bytes, as PrIM. */
 #include <alloc.h>
 #include <barrier.h>
 #include <defs.h>
@@ -54,7 +54,8 @@ int main(void) {
         nonzero_cache, (__mram_ptr void *)(mram_nonzeros + ((row_begin - params->first_rowptr) << 3)),
         &nonzero_reader);
 
-    uint32_t x_tile_index = UINT32_MAX;
+    mram_read((__mram_ptr void const *)mram_x, x_tile, TILE_ELEMS * sizeof(float)); /* as PrIM: tile 0 first */
+    uint32_t x_tile_index = 0;
     for (uint32_t row = 0; row < count; row++) {
         rowptr = (uint32_t *)seqread_get(rowptr, sizeof(uint32_t), &rowptr_reader);
         const uint32_t row_end = *rowptr;
@@ -74,9 +75,9 @@ int main(void) {
         if ((row & (TILE_ELEMS - 1)) == TILE_ELEMS - 1)
             mram_write(y_tile, (__mram_ptr void *)(mram_y + ((row - (TILE_ELEMS - 1)) << 2)),
                        TILE_ELEMS * sizeof(float));
+        else if (row == count - 1) /* the last, partial tile: an even count, 8-byte multiple */
+            mram_write(y_tile, (__mram_ptr void *)(mram_y + ((row & ~(TILE_ELEMS - 1)) << 2)),
+                       (count & (TILE_ELEMS - 1)) << 2);
     }
-    const uint32_t rest = count & (TILE_ELEMS - 1); /* even: a multiple of 8 bytes */
-    if (rest)
-        mram_write(y_tile, (__mram_ptr void *)(mram_y + ((count - rest) << 2)), rest << 2);
     return 0;
 }
