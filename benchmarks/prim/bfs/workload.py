@@ -12,9 +12,8 @@ Size = number of nodes. Parameters (constructor keywords, also in `params`):
   ids shuffled except that the heaviest node is node 0 (the BFS source).
 
 Compile time: no defines (PrIM has none; every access is an 8-byte DMA). The next-frontier
-mutex is taken with mutex_lock, as PrIM. Only tasklet 0 calls mem_alloc (before the start
-barrier): it allocates the parameters and one 8-byte DMA word per tasklet, and reads the
-parameters once.
+mutex is taken with mutex_lock, as PrIM. Every tasklet allocates and reads its copy of the
+parameters and allocates its 8-byte DMA word, as PrIM.
 
 Host side as PrIM: the node count is padded to a multiple of 64; every DPU owns an equal,
 multiple-of-64 range of nodes (the last DPUs may own fewer or none). A host-side bump
@@ -26,14 +25,24 @@ copy_from. One launch per level: after each, the host pulls every DPU's next fro
 them, stops if the union is empty, else writes the union into every DPU's next-frontier
 bitmap and rewrites every parameter struct with level + 1; finally it pulls the levels.
 
-Deliberate differences from PrIM:
+Inputs: PrIM reads an edge list (loc-gowalla in L2P, roadNet-CA upstream; not shipped): give
+one with `graph`; the generated graph stands in for it. The DPU work is PrIM's: every tasklet
+reads the parameters; a DPU without nodes does nothing; phase 1 touches visited and next only
+for non-empty next-frontier words; every MRAM access is an 8-byte DMA; one global mutex.
+
+Remaining differences from PrIM:
+- the generated power-law graph replaces PrIM's file (degree ~10 as loc-gowalla, but another
+  structure): the frontier sizes per level, so DPU time, differ from PrIM's runs on the file;
 - bitmap bits use a true 64-bit shift (PrIM shifts a 32-bit int by up to 63, which is
-  undefined and makes nodes of one tile alias), so the levels are exact BFS levels;
+  undefined and makes nodes of one tile alias), so the levels are exact BFS levels: PrIM's
+  aliasing marks extra bits, which changes which nodes are expanded at which level (DPU time
+  effect unknown, likely small);
 - MRAM offsets are added to DPU_MRAM_HEAP_POINTER (PrIM uses heap offsets as raw MRAM
-  addresses, relying on the DMA ignoring the high address bits);
-- node pointers are rebased on the host (each DPU's start at 0);
-- phase 1 writes visited and next only for tiles whose next-frontier word is non-zero;
-- tasklet 0 reads the parameter struct once (PrIM: every tasklet).
+  addresses, relying on the DMA ignoring the high address bits): one add per address, none;
+- node pointers are rebased on the host (each DPU's start at 0; PrIM subtracts an offset on
+  the DPU): two subtractions per frontier node less, negligible.
+- the host leaves DPUs without nodes out of the frontier union (PrIM ORs every DPU's bitmap,
+  which re-adds the old frontier when a DPU has no nodes): host side only.
 """
 
 from pathlib import Path
@@ -163,9 +172,10 @@ class BreadthFirstSearch(Workload):
                     device.copy_to(dpu, DPU_MRAM_HEAP_POINTER_NAME, params)
             device.launch()
             frontier = np.zeros(n_pad // 64, np.uint64)
-            for dpu, (_, _, params) in enumerate(layout):
-                raw = device.copy_from(dpu, DPU_MRAM_HEAP_POINTER_NAME, bitmap_bytes, int(params[9]))
-                frontier |= np.frombuffer(raw, np.uint64)
+            for dpu, (_, local, params) in enumerate(layout):
+                if local:  # a DPU without nodes does not run, so its bitmap still holds the old frontier
+                    raw = device.copy_from(dpu, DPU_MRAM_HEAP_POINTER_NAME, bitmap_bytes, int(params[9]))
+                    frontier |= np.frombuffer(raw, np.uint64)
             if not frontier.any():
                 break
             level += 1

@@ -11,7 +11,8 @@
  *   Phase 2: every tasklet takes a contiguous range of this DPU's nodes; for each node in the
  *     current frontier it walks the neighbour list and sets, under one mutex (read-modify-write
  *     of a bitmap word), the next-frontier bit of every neighbour not visited yet.
- * Every MRAM access is its own 8-byte DMA (the load/store helpers below). */
+ * Every tasklet reads the parameters (as PrIM); a DPU without nodes does nothing. Every MRAM
+ * access is its own 8-byte DMA (the load/store helpers below). */
 #include <alloc.h>
 #include <barrier.h>
 #include <defs.h>
@@ -23,10 +24,6 @@
 
 BARRIER_INIT(bfs_barrier, NR_TASKLETS);
 MUTEX_INIT(next_mutex);
-
-/* Set up by tasklet 0 before the start barrier: the parameters and one DMA word per tasklet. */
-static bfs_params_t *params;
-static uint64_t *words;
 
 static inline void lock_next(void) {
     mutex_lock(next_mutex);
@@ -57,18 +54,21 @@ static void store8(uint32_t addr, uint64_t value, uint64_t *buf) {
 int main(void) {
     const unsigned int tasklet = me();
     const uint32_t heap = (uint32_t)DPU_MRAM_HEAP_POINTER;
-    if (tasklet == 0) {
+    if (tasklet == 0)
         mem_reset(); /* WRAM heap survives launches: start each one from empty */
-        params = (bfs_params_t *)mem_alloc(sizeof(bfs_params_t));
-        words = (uint64_t *)mem_alloc(NR_TASKLETS * sizeof(uint64_t));
-        mram_read((__mram_ptr void const *)heap, params, sizeof(bfs_params_t));
-    }
     barrier_wait(&bfs_barrier);
-    uint64_t *word = &words[tasklet];
+
+    /* as PrIM: every tasklet reads the parameters into its own WRAM copy */
+    bfs_params_t *params = (bfs_params_t *)mem_alloc(sizeof(bfs_params_t));
+    mram_read((__mram_ptr void const *)heap, params, sizeof(bfs_params_t));
+    const uint32_t local_nodes = params->num_local_nodes;
+    if (local_nodes == 0)
+        return 0; /* a DPU without nodes does nothing, as PrIM */
+    uint64_t *word = (uint64_t *)mem_alloc(sizeof(uint64_t));
 
     const uint32_t level = params->level;
     const uint32_t start_tile = params->start_node >> 6;
-    const uint32_t local_tiles = params->num_local_nodes >> 6;
+    const uint32_t local_tiles = local_nodes >> 6;
     const uint32_t node_ptrs = heap + params->node_ptrs_offset;
     const uint32_t edges = heap + params->edges_offset;
     const uint32_t levels = heap + params->levels_offset;
@@ -94,7 +94,6 @@ int main(void) {
     barrier_wait(&bfs_barrier);
 
     /* phase 2: expand this tasklet's part of the current frontier */
-    const uint32_t local_nodes = params->num_local_nodes;
     const uint32_t per_tasklet = (local_nodes + NR_TASKLETS - 1) / NR_TASKLETS;
     const uint32_t first = tasklet * per_tasklet;
     const uint32_t last = (first + per_tasklet < local_nodes) ? first + per_tasklet : local_nodes;
