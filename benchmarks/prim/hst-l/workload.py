@@ -18,11 +18,15 @@ of a histogram's group synchronise on a barrier that tasklet 0 builds at run tim
 NR_HISTO x 4*bins bytes of histograms plus, per tasklet, a 2^BL block and a 1 KiB stack (the
 workload refuses combinations above 64 KiB).
 
-Deliberate differences from PrIM:
+The DPU work is PrIM's (shared histograms, a mutex around every increment, its id read from
+a WRAM array per pixel, the group barriers built at run time, the merge).
+
+Remaining differences from PrIM:
 - the mutexes are initialised: histogram g has its own atomic bit (PrIM never initialises its
   mutex array, so all its locks are atomic bit 0, one global lock); with the default
-  NR_HISTO = 1 the behaviour is the same;
-- the differences listed for HST-S (valid pixels only, repeated image, synthetic input).
+  NR_HISTO = 1 the behaviour is the same; with more histograms PrIM's groups contend on one
+  lock, so PrIM's DPU time is higher there;
+- the differences listed for HST-S (input image, valid pixels only, repeated image).
 """
 
 from pathlib import Path

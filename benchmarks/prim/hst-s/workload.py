@@ -20,12 +20,19 @@ rounded up to 8 bytes (parallel pushes need equal sizes) to heap offset 0; argum
 DPU_INPUT_ARGUMENTS; after the launch a parallel pull of bins uint32 at offset transfer_size
 from every DPU, summed on the host.
 
-Deliberate differences from PrIM:
+The DPU work is PrIM's (private histograms, the block stream, the strided merge, the
+histogram written in pieces of at most 2048 bytes).
+
+Remaining differences from PrIM:
+- PrIM's input is its image file (van Hateren, 1536 x 1024, not shipped; give it with
+  `image`); the synthetic image has another histogram. Only the multiply's cost depends on
+  the pixel (the product pixel * bins is shorter for pixels below bins), so the DPU time
+  differs by the share of such pixels: small;
 - the last DPU counts only its valid pixels: a chunk's odd last pixel is read as part of an
-  8-byte word but not counted (zero padding is never binned);
+  8-byte word but not counted (PrIM rounds the pixel count up to 8 and bins the padding):
+  at most 7 pixels on one DPU, none at the presets;
 - sizes above the image repeat the image (PrIM keeps reading past the end of its file and
-  repeats the last pixel value read);
-- the synthetic image replaces PrIM's input file unless `image` is given.
+  repeats the last pixel value read): only above 1,572,864 pixels; the multiply cost as above.
 """
 
 from pathlib import Path

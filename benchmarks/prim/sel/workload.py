@@ -16,13 +16,19 @@ heap offset size_bytes. After the launch: parallel pull of DPU_RESULTS (NR_TASKL
 the last entry is the DPU's count), an exclusive scan of the counts on the host, then a
 serial copy_from of count x 8 bytes from each DPU into the output at its offset.
 
-Deliberate differences from PrIM:
+Inputs and DPU work as PrIM's (the block-local select, the handshake chain, the barrier, the
+output write).
+
+Remaining differences from PrIM:
 - the running count of earlier rounds is kept privately by every tasklet (the last tasklet
   of the handshake chain publishes each round's total before the barrier), instead of one
   shared count that the last tasklet overwrites after its write while others may still
-  read it (PrIM's race, benign only under round-robin issue);
-- a block with no kept element issues no DMA (PrIM would issue a 0-byte write);
-- every tasklet's DPU_RESULTS entry holds the DPU's count (PrIM sets only the last).
+  read it (PrIM's race, benign only under round-robin issue): a few instructions per round;
+- a block with no kept element issues no DMA (PrIM would issue a 0-byte write): only blocks
+  made entirely of padding zeros, one DMA less each;
+- one start barrier (PrIM has a second one after initialising its shared count): negligible;
+- every tasklet's DPU_RESULTS entry holds the DPU's count (PrIM sets only the last): one WRAM
+  store per tasklet.
 """
 
 from typing import ClassVar

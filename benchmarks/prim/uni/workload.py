@@ -18,17 +18,23 @@ previous DPU's last one contributes one element less; exclusive scan of the coun
 serial copy_from of each DPU's t_count elements into position scan - 1 or scan (the
 duplicate of the previous DPU's last element is overwritten), as PrIM does.
 
-Deliberate differences from PrIM:
-- the first block of a DPU has no predecessor (a flag), instead of PrIM's 0xFFFFFFFF
-  sentinel, which drops the first element if it happens to equal that value;
+Inputs as PrIM (A[i] = i for even i, i + 1 for odd i; padding repeats the last element) and
+PrIM's DPU work: the block-local unique, the handshake chain, the output write, then the
+round's barrier.
+
+Remaining differences from PrIM:
 - the running count of earlier rounds is kept privately by every tasklet (the last tasklet
   of the chain publishes each round's total before the barrier) instead of one shared count
-  that the last tasklet overwrites after its write (PrIM's race, benign only under
-  round-robin issue); the chain hands on the prefix with boundary duplicates already
-  subtracted instead of a separate running count of them;
+  that the last tasklet overwrites while others may still read it (PrIM's race, benign only
+  under round-robin issue); the chain hands on the prefix with boundary duplicates already
+  subtracted instead of a separate running count of them: a few instructions per round;
 - each tasklet writes exactly its kept elements (PrIM writes one stale element more when the
-  first is a boundary duplicate); a block with nothing to write issues no DMA;
-- every tasklet's DPU_RESULTS entry holds the DPU's count.
+  first is a boundary duplicate, which with these inputs is every block but the DPU's first:
+  8 bytes less per 512-byte write); a block with nothing to write issues no DMA (never here);
+- the first block of a DPU has no predecessor (a flag), instead of PrIM's 0xFFFFFFFF
+  sentinel, which drops the first element if it happens to equal that value (never here);
+- one start barrier (PrIM has a second one after initialising its shared values): negligible;
+- every tasklet's DPU_RESULTS entry holds the DPU's count: one WRAM store per tasklet.
 """
 
 from typing import ClassVar

@@ -35,17 +35,18 @@ ATOMIC_BIT_INIT(group_bit)[NR_HISTO];  /* the lock bits named in the group barri
 
 static barrier_t group_barrier[NR_HISTO];
 static uint32_t *histograms[NR_HISTO];
+static mutex_id_t histo_mutex[NR_HISTO]; /* read per pixel, as PrIM's mutex array */
 
 /* Tasklets t < NR_TASKLETS with t & (NR_HISTO - 1) == group. */
 #define GROUP_SIZE(group) ((NR_TASKLETS - (group) + NR_HISTO - 1) / NR_HISTO)
 
-static void count_block(uint32_t *histo, mutex_id_t lock, const pixel_t *pixels, uint32_t count,
+static void count_block(uint32_t *histo, unsigned int group, const pixel_t *pixels, uint32_t count,
                         uint32_t bins) {
     for (uint32_t i = 0; i < count; i++) {
         const uint32_t bin = (pixels[i] * bins) >> DEPTH;
-        mutex_lock(lock);
+        mutex_lock(histo_mutex[group]);
         histo[bin]++;
-        mutex_unlock(lock);
+        mutex_unlock(histo_mutex[group]);
     }
 }
 
@@ -59,6 +60,7 @@ static int histogram(void) {
             group_barrier[g].count = GROUP_SIZE(g);
             group_barrier[g].initial_count = GROUP_SIZE(g);
             group_barrier[g].lock = (uint8_t)(uintptr_t)&ATOMIC_BIT_GET(group_bit)[g];
+            histo_mutex[g] = &ATOMIC_BIT_GET(histo_lock)[g];
         }
     }
     barrier_wait(&hst_barrier);
@@ -79,11 +81,10 @@ static int histogram(void) {
         histo[i] = 0;
     barrier_wait(&group_barrier[group]);
 
-    const mutex_id_t lock = &ATOMIC_BIT_GET(histo_lock)[group];
     for (uint32_t offset = tasklet << BL; offset < size; offset += NR_TASKLETS << BL) {
         const uint32_t bytes = (offset + BLOCK_BYTES >= size) ? (size - offset) : BLOCK_BYTES;
         mram_read((__mram_ptr void const *)(mram_pixels + offset), block, (bytes + 7) & ~7u);
-        count_block(histo, lock, block, bytes >> 2, bins);
+        count_block(histo, group, block, bytes >> 2, bins);
     }
     barrier_wait(&hst_barrier);
 

@@ -11,9 +11,9 @@
  *      round instead (in round 0 there is none). If the block's first element equals that
  *      predecessor it is dropped (z = 1). Tasklet t hands prefix + l_count - z and its own
  *      last element on to t+1; the last tasklet publishes the round's total and last element;
- *   3. barrier;
- *   4. writes its l_count - z kept elements (from buffer index z) at element base + prefix of
- *      the output, base being the private count of the earlier rounds, then adds the total.
+ *   3. writes its l_count - z kept elements (from buffer index z) at element base + prefix of
+ *      the output, base being the private count of the earlier rounds;
+ *   4. barrier (after the write, as PrIM), then adds the round's total to base.
  * Tasklet 0 records the DPU's first element; the last tasklet its last element and count. */
 #include <alloc.h>
 #include <barrier.h>
@@ -81,14 +81,13 @@ static int unique_kernel(void) {
             prefix[0] = 0;
             predecessor[0] = my_last; /* tasklet 0's predecessor in the next round */
         }
-        barrier_wait(&uni_barrier);
-
         if (l_count > z)
             mram_write(block_out + z, (__mram_ptr void *)(mram_out + ((base + my_prefix) << 3)),
                        (l_count - z) << 3);
-        base += round_total; /* rewritten only after every tasklet joins the next round's chain */
         if (tasklet == NR_TASKLETS - 1)
             DPU_RESULTS[tasklet].last = my_last;
+        barrier_wait(&uni_barrier);
+        base += round_total; /* rewritten only after every tasklet joins the next round's chain */
     }
     DPU_RESULTS[tasklet].t_count = base;
     return 0;
