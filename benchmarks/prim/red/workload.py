@@ -29,7 +29,10 @@ Remaining differences from PrIM:
   count (PrIM: tasklet 0 stores the total only): two WRAM stores per tasklet, no measurable
   effect on DPU time;
 - the last DPU's valid size is rounded up to 8 bytes (PrIM: its element count to a multiple
-  of 8 when not 8-byte aligned): at most 7 padding elements on one DPU, none at the presets.
+  of 8 when not 8-byte aligned): at most 7 padding elements on one DPU, none at the presets;
+- TREE: a tasklet leaves the combine loop once it has handed its sum on, and partners beyond
+  the last tasklet are skipped (PrIM reads past its array for a non-power-of-two count); with
+  SYNC=BARRIER one barrier per round (PrIM: one more after the last round): negligible.
 """
 
 import numpy as np
