@@ -22,9 +22,9 @@ with whole-block scans, the final block and remainder scans (see dpu/task.c).
 
 Remaining differences from PrIM:
 - every query's result is returned: the DPU gathers each found index (or -1) in WRAM and
-  writes them 32 at a time (one 256-byte write per 32 queries, next to PrIM's >= 15 block
-  reads per query: well under 1 % more DMA); the host checks all of them exactly (PrIM keeps
-  one overwritten found value per tasklet and only compares the largest);
+  writes them 32 at a time (one 256-byte write per 32 queries, next to PrIM's about
+  3 + log2(size / 32) block reads per query: well under 1 % more DMA); the host checks all of
+  them exactly (PrIM keeps one overwritten found value per tasklet, compares the largest);
 - when the final range is exactly one block, the remainder is empty and no DMA is issued
   (PrIM issues a 0-byte mram_read): absent queries only (query 0 at the presets), one DMA less.
 """

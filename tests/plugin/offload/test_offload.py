@@ -48,7 +48,8 @@ def test_the_sampled_device_predicts_the_full_simulation(name, size, toolchain):
     assert (full.times.host_to_dpu_s, full.times.dpu_to_host_s) == \
            (sampled.times.host_to_dpu_s, sampled.times.dpu_to_host_s) == \
            (none.times.host_to_dpu_s, none.times.dpu_to_host_s)
-    if name == "gemv":  # equal padded shares; soft-multiply cost depends on the values: the max may be elsewhere
+    if name in ("gemv", "bs"):  # equal shares, value-dependent work (soft multiplies; each query's
+        # bisection path): the slowest DPU may be an unsampled one
         assert sampled.times.kernel_s == pytest.approx(full.times.kernel_s, rel=0.01)
     else:
         assert sampled.times.kernel_s == full.times.kernel_s
