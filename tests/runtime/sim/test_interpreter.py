@@ -331,7 +331,8 @@ def test_routine_state_survives_events():
 
 @pytest.mark.parametrize("kind,args,want", [
     (RoutineKind.NONE, (5, 6, 0, 0), 0),
-    (RoutineKind.MUL32, (0, 5, 0, 0), 0), (RoutineKind.MUL32, (M32, 0x80000000, 0, 0), 32),
+    (RoutineKind.MUL32, (0, 5, 0, 0), 1),  # a zero operand still runs one mul_step
+    (RoutineKind.MUL32, (M32, 0x80000000, 0, 0), 32),
     (RoutineKind.UDIV32, (1000, 3, 0, 0), 9), (RoutineKind.UDIV32, (3, 1000, 0, 0), 0),
     (RoutineKind.UDIV32, (5, 5, 0, 0), 1), (RoutineKind.UDIV32, (5, 0, 0, 0), 32),
     (RoutineKind.UDIV32, (0, 7, 0, 0), 0),
