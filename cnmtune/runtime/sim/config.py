@@ -107,10 +107,13 @@ class DpuConfig:
     launch_overhead_s: float = 20e-6
     host_to_dpu_Bps: float = 0.33e9
     dpu_to_host_Bps: float = 0.12e9
+    chip_to_dpu_Bps: float = 6.68e9 / 8  # a chip's share of the rank (no published figure: fitted)
+    chip_to_host_Bps: float = 4.74e9 / 8
     rank_to_dpu_Bps: float = 6.68e9
     rank_to_host_Bps: float = 4.74e9
     broadcast_Bps: float = 16.88e9
     transfer_latency_s: float = 20e-6
+    dpus_per_chip: int = 8
     dpus_per_rank: int = 64
     routine_costs: tuple[RoutineCost, ...] = field(default=DEFAULT_ROUTINE_COSTS)
 

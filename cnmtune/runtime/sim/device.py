@@ -1,9 +1,10 @@
 """SimDevice: the Device API on cnmtune's DPU simulator (the embedded default backend).
 
 Host transfer times follow the shape PrIM measured: a serial copy runs at one DPU's link
-bandwidth; a parallel push uses every DPU of a rank at once but saturates at the rank's
-bandwidth, ranks transfer concurrently; a broadcast is limited by the broadcast bandwidth.
-Each call also pays a fixed latency. Kernel time of a launch = slowest DPU + launch overhead.
+bandwidth; a parallel push uses every DPU of a rank at once, but the DPUs of one chip share the
+chip's interface (8 DPUs per chip, 8 chips per rank: FACTS.md) and the rank saturates at the
+rank's bandwidth; ranks transfer concurrently; a broadcast is limited by the broadcast
+bandwidth. Each call also pays a fixed latency. Kernel time of a launch = slowest DPU + launch overhead.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ def transfer_seconds(transfer: Transfer, config: DpuConfig) -> float:
     elif transfer.mode == "broadcast":
         bandwidth, total = config.broadcast_Bps, transfer.nbytes
     else:
-        per_dpu, per_rank = ((config.host_to_dpu_Bps, config.rank_to_dpu_Bps) if transfer.to_dpu
-                             else (config.dpu_to_host_Bps, config.rank_to_host_Bps))
+        per_dpu, per_chip, per_rank = (
+            (config.host_to_dpu_Bps, config.chip_to_dpu_Bps, config.rank_to_dpu_Bps) if transfer.to_dpu
+            else (config.dpu_to_host_Bps, config.chip_to_host_Bps, config.rank_to_host_Bps))
         full, rest = divmod(transfer.nr_dpus, config.dpus_per_rank)
         ranks = [config.dpus_per_rank] * full + ([rest] if rest else [])
-        bandwidth = sum(min(k * per_dpu, per_rank) for k in ranks)
+        bandwidth = sum(min(k * per_dpu, -(-k // config.dpus_per_chip) * per_chip, per_rank) for k in ranks)
         total = transfer.nbytes * transfer.nr_dpus
     return config.transfer_latency_s + total / bandwidth
 

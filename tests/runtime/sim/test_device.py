@@ -130,7 +130,8 @@ def test_device_misuse_is_refused(services_elf):
 
 
 def test_transfer_model_shape():
-    config = DpuConfig(transfer_latency_s=0.0, host_to_dpu_Bps=1e9, rank_to_dpu_Bps=8e9, dpus_per_rank=64)
+    config = DpuConfig(transfer_latency_s=0.0, host_to_dpu_Bps=1e9, chip_to_dpu_Bps=8e9, rank_to_dpu_Bps=8e9,
+                       dpus_per_rank=64)
     one = transfer_seconds(Transfer(True, "parallel", 1 << 20, 1), config)
     four = transfer_seconds(Transfer(True, "parallel", 1 << 20, 4), config)
     rank = transfer_seconds(Transfer(True, "parallel", 1 << 20, 64), config)
@@ -138,6 +139,11 @@ def test_transfer_model_shape():
     assert four == pytest.approx(one)  # below the rank cap, DPUs transfer side by side
     assert rank == pytest.approx(64 * (1 << 20) / 8e9)  # capped by the rank
     assert two_ranks == pytest.approx(rank)  # ranks transfer concurrently
+    chips = config.with_(chip_to_dpu_Bps=2e9, rank_to_dpu_Bps=100e9)
+    eight = transfer_seconds(Transfer(True, "parallel", 1 << 20, 8), chips)
+    sixteen = transfer_seconds(Transfer(True, "parallel", 1 << 20, 16), chips)
+    assert eight == pytest.approx(8 * (1 << 20) / 2e9)  # the 8 DPUs of one chip share its interface
+    assert sixteen == pytest.approx(eight)  # two chips side by side
 
 
 def test_contended_mutex_and_heap_lock_lose_no_update(toolchain, make_kernel):
