@@ -28,6 +28,8 @@ from cnmtune.atomic import atomic_write
 
 VA = Path(__file__).resolve().parent / "prim" / "va"
 
+TARGET = 15e6  # simulated rv32i instructions per second (issue 15: the DPU-slot charge must not cost more)
+
 
 def _timed_interpreter():
     """Wrap the jitted entry the simulator calls per segment (dpu.run_segment: run_tasklet plus
@@ -84,7 +86,7 @@ def main() -> None:
     table.add_row("jitted segment calls (run_segment)", f"{spent['calls']:,}")
     table.add_row("time inside the jitted interpreter", f"{100 * record['interpreter_share']:.0f} %")
     table.add_row("Python per interpreter call (services, timing)", f"{record['python_us_per_call']:.1f} µs")
-    table.add_row("target", ">= 10 M instr/s " + ("[green]met[/]" if rate >= 10e6 else "[red]missed[/]"))
+    table.add_row("target", f">= {TARGET / 1e6:g} M instr/s " + ("[green]met[/]" if rate >= TARGET else "[red]missed[/]"))
     Console().print(table)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -1,16 +1,17 @@
 """Validate the calibrated simulator: real UPMEM kernel and transfer times, and microbenchmark shapes.
 
 1. The 62 rows of shared/calibration/upmem_hw_prim_times.csv (VA, RED, BS, GEMV, 1..64 DPUs,
-   16 tasklets, O2) are simulated from scratch with DpuConfig.calibrated() (full co-simulation,
-   every DPU, results verified) and compared with the measured times: MAPE of kernel_ms overall
-   and per benchmark (target <= 15 %; uPIMulator reaches 24.8 % on real kernel times), and the
-   CPU->DPU / DPU->CPU transfer errors.
+   16 tasklets, O2; the constants are fitted on them) and the 30 rows of
+   upmem_hw_validation_times.csv (MLP, SCAN-SSA; never fitted) are simulated from scratch with
+   DpuConfig.calibrated() (full co-simulation, every DPU, results verified) and compared with
+   the measured times: MAPE of kernel_ms per workload (target <= 15 % each; uPIMulator reaches
+   24.8 % on real kernel times), and the CPU->DPU / DPU->CPU transfer errors (target <= 25 %).
 2. The microbenchmarks (benchmarks/micro_sim.py): arithmetic throughput vs tasklets (must
    saturate at 11), MRAM DMA latency vs size (must be linear), STREAM bandwidth.
 
 Writes benchmarks/results/validate_sim.json and PNG plots beside it.
 
-    python benchmarks/validate_sim.py [--skip-micro]
+    python benchmarks/validate_sim.py [--skip-micro] [--csv FITTED.csv] [--validation-csv HELD_OUT.csv]
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ from cnmtune.atomic import atomic_write
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 CSV = HERE.parent.parent / "shared" / "calibration" / "upmem_hw_prim_times.csv"
+VALIDATION_CSV = CSV.with_name("upmem_hw_validation_times.csv")
+KERNEL_TARGET, TRANSFER_TARGET = 15.0, 25.0  # MAPE %, per workload / per direction over all rows
 UPIMULATOR_MAPE = 24.8  # FACTS.md section 6.1, recomputed from the uPIMulator artifact
 
 
-def simulate(rows, config, console) -> list[dict]:
+def simulate(rows, config, console, fitted: bool) -> list[dict]:
     """Run every row with `config`; one record per row with predicted and measured times."""
     toolchain, binaries, records = ProxyToolchain(), {}, []
     with Progress(console=console, transient=True) as progress:
@@ -47,9 +50,10 @@ def simulate(rows, config, console) -> list[dict]:
             if name not in binaries:
                 kernel = Kernel.load(HERE / "prim" / name)
                 binaries[name] = toolchain.compile(Variant.of(kernel, "O2", calibration.TASKLETS))
-            result = run_on_device(binaries[name], SimDevice(row.nr_dpus, config), row.size)
+            result = run_on_device(binaries[name], SimDevice(row.nr_dpus, config), row.size,
+                                   params=calibration.row_params(row))
             records.append({
-                "benchmark": row.benchmark, "dpus": row.nr_dpus, "size": row.size,
+                "benchmark": row.benchmark, "fitted": fitted, "dpus": row.nr_dpus, "size": row.size,
                 "kernel_ms": 1e3 * result.kernel_s, "kernel_ms_real": row.kernel_ms,
                 "cpu_to_dpu_ms": 1e3 * result.host_to_dpu_s, "cpu_to_dpu_ms_real": row.cpu_to_dpu_ms,
                 "dpu_to_cpu_ms": 1e3 * result.dpu_to_host_s, "dpu_to_cpu_ms_real": row.dpu_to_cpu_ms,
@@ -98,25 +102,31 @@ def plot(records: list[dict], summary: dict, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--csv", type=Path, default=CSV)
-    parser.add_argument("--skip-micro", action="store_true", help="only the calibration rows")
+    parser.add_argument("--csv", type=Path, default=CSV, help="rows the constants were fitted on")
+    parser.add_argument("--validation-csv", type=Path, default=VALIDATION_CSV, help="held-out rows (never fitted)")
+    parser.add_argument("--skip-micro", action="store_true", help="only the real-hardware rows")
     args = parser.parse_args()
     console = Console()
     RESULTS.mkdir(parents=True, exist_ok=True)
     config = DpuConfig.calibrated()
-    records = simulate(calibration.load_rows(args.csv), config, console)
+    records = (simulate(calibration.load_rows(args.csv), config, console, fitted=True)
+               + simulate(calibration.load_rows(args.validation_csv), config, console, fitted=False))
     summary = summarise(records)
     table = Table(title=f"simulator vs real UPMEM ({len(records)} rows, 16 tasklets, config {config.hash})")
-    for column in ("benchmark", "rows", "kernel MAPE %", "CPU->DPU MAPE %", "DPU->CPU MAPE %"):
-        table.add_column(column, justify="right" if column != "benchmark" else "left")
+    for column in ("benchmark", "fitted", "rows", "kernel MAPE %", "CPU->DPU MAPE %", "DPU->CPU MAPE %"):
+        table.add_column(column, justify="left" if column in ("benchmark", "fitted") else "right")
     for bench in summary["kernel_ms"]:
-        count = sum(1 for r in records if bench in ("all", r["benchmark"]))
-        table.add_row(bench, str(count), *(f"{summary[k][bench]:.1f}" for k in ("kernel_ms", "cpu_to_dpu_ms",
-                                                                                   "dpu_to_cpu_ms")))
+        chosen = [r for r in records if bench in ("all", r["benchmark"])]
+        fitted = "" if bench == "all" else ("yes" if chosen[0]["fitted"] else "no")
+        table.add_row(bench, fitted, str(len(chosen)), *(f"{summary[k][bench]:.1f}" for k in (
+            "kernel_ms", "cpu_to_dpu_ms", "dpu_to_cpu_ms")))
     console.print(table)
-    verdict = "met" if summary["kernel_ms"]["all"] <= 15 else "missed"
-    console.print(f"kernel-time MAPE {summary['kernel_ms']['all']:.1f} % (target <= 15 %: {verdict}; "
-                  f"uPIMulator {UPIMULATOR_MAPE} %)")
+    worst = max((v, b) for b, v in summary["kernel_ms"].items() if b != "all")
+    transfers = max(summary["cpu_to_dpu_ms"]["all"], summary["dpu_to_cpu_ms"]["all"])
+    console.print(f"worst workload kernel-time MAPE {worst[0]:.1f} % ({worst[1]}; target <= {KERNEL_TARGET:g} % "
+                  f"each: {'met' if worst[0] <= KERNEL_TARGET else 'missed'}; uPIMulator {UPIMULATOR_MAPE} %); "
+                  f"transfers {transfers:.1f} % (target <= {TRANSFER_TARGET:g} %: "
+                  f"{'met' if transfers <= TRANSFER_TARGET else 'missed'})")
     plot(records, summary, RESULTS / "validate_sim_calibration.png")
     report = {"config": config.hash, "summary": summary, "rows": records}
     if not args.skip_micro:

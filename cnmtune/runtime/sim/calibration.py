@@ -23,8 +23,10 @@ from cnmtune.runtime.sim.timing import retime
 from cnmtune.runtime.sim.trace import Trace
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
 
-KERNELS = {"VA": "va", "RED": "red", "BS": "bs", "GEMV": "gemv"}
+KERNELS = {"VA": "va", "RED": "red", "BS": "bs", "GEMV": "gemv", "MLP": "mlp", "SCAN-SSA": "scan-ssa"}
 TASKLETS = 16  # the calibration data's tasklet count (shared/calibration/README.md)
+# workload keywords a row's size implies (shared/calibration/README.md): MLP's layers are n x n
+ROW_PARAMS: dict[str, Callable[[int], dict]] = {"MLP": lambda size: {"n_cols": size}}
 CRITICAL_DPUS = 3  # slowest DPUs per launch whose traces the fit re-times
 
 
@@ -47,6 +49,11 @@ class RowRun:
     row: Row
     launches: tuple[tuple[Trace, ...], ...]
     transfers: tuple[Transfer, ...]
+
+
+def row_params(row: Row) -> dict:
+    """The workload keywords of a row (empty unless its size implies more than the size)."""
+    return ROW_PARAMS.get(row.benchmark, lambda size: {})(row.size)
 
 
 def load_rows(path: Path) -> list[Row]:
@@ -86,7 +93,7 @@ def simulate_rows(rows: list[Row], kernels_dir: Path, config: DpuConfig,
             kernel = Kernel.load(kernels_dir / name)
             binaries[name] = toolchain.compile(Variant.of(kernel, "O2", TASKLETS))
         device = SimDevice(row.nr_dpus, config)
-        run_on_device(binaries[name], device, row.size)
+        run_on_device(binaries[name], device, row.size, params=row_params(row))
         launches = tuple(_critical(record, CRITICAL_DPUS) for record in device.launches)
         runs.append(RowRun(row, launches, tuple(device.transfers)))
         progress(row)
@@ -131,17 +138,6 @@ def field_knob(name: str, low: float, high: float) -> Knob:
     return Knob(name, lambda c: getattr(c, name), lambda c, v: replace(c, **{name: v}), low, high)
 
 
-def routine_knob(routine: str, part: str, low: float, high: float) -> Knob:
-    """A knob on a routine cost (part 'base' or 'per_param')."""
-    def get(config: DpuConfig) -> float:
-        return getattr(config.routine_cost(routine), part)
-
-    def set_(config: DpuConfig, value: float) -> DpuConfig:
-        costs = tuple(replace(c, **{part: value}) if c.name == routine else c for c in config.routine_costs)
-        return replace(config, routine_costs=costs)
-    return Knob(f"{routine}.{part}", get, set_, low, high)
-
-
 def coordinate_search(config: DpuConfig, knobs: list[Knob], objective: Callable[[DpuConfig], float],
                       rounds: int = 3, report: Callable[[str, float], None] = lambda name, value: None) -> DpuConfig:
     """Minimise `objective` one knob at a time: golden-section search on each knob's range, repeated."""
@@ -182,13 +178,13 @@ KERNEL_KNOBS = [
     field_knob("dma_engine_overhead", 0.0, 200.0),
     field_knob("dma_read_alpha", 20.0, 400.0),
     field_knob("launch_overhead_s", 0.0, 400e-6),
-    routine_knob("__mulsi3", "base", 0.0, 60.0),
-    routine_knob("__mulsi3", "per_param", 0.5, 4.0),
-]
+]  # routine costs are the SDK's (config.py), not fitted: a fitted multiply hid MLP's error
 TRANSFER_KNOBS = [
     field_knob("host_to_dpu_Bps", 0.05e9, 2e9),
+    field_knob("chip_to_dpu_Bps", 0.1e9, 5e9),
     field_knob("rank_to_dpu_Bps", 0.5e9, 20e9),
     field_knob("dpu_to_host_Bps", 0.02e9, 2e9),
+    field_knob("chip_to_host_Bps", 0.05e9, 5e9),
     field_knob("rank_to_host_Bps", 0.2e9, 20e9),
     field_knob("transfer_latency_s", 0.0, 2e-3),
 ]
