@@ -2,6 +2,19 @@
 
 Each workload.py imports this module from the suite's common/ directory; they differ in the
 DPU program and in which DPU_RESULTS entry carries a DPU's total after the first launch.
+
+Inputs as PrIM: A[i] = `(T) rand()` (c_rand: PrIM's range, not libc's sequence); integer sums
+wrap around as in C; float results are compared with a relative tolerance (the DPU's float
+sums round differently from the host's double prefix sums).
+
+Remaining differences from PrIM (DPU work otherwise PrIM's: loops, blocks, types, handshakes):
+- the DPU's running total is double-buffered by round parity (two WRAM words instead of one),
+  so its correctness no longer depends on the round-robin issue order (PrIM's shared counter
+  is read by the other tasklets after the barrier while the last tasklet advances it): a few
+  instructions per round, no measurable effect on DPU time;
+- tasklet 0 seeds the running total before the start barrier, so the scan kernel has one
+  barrier at its start (PrIM: a second one after its last tasklet seeds the shared count):
+  one barrier less per launch, negligible.
 """
 
 import numpy as np

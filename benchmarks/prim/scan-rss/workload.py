@@ -21,18 +21,7 @@ entry 0, the DPU's sum; it computes the exclusive scan of the sums over the DPUs
 arguments with kernel = 1 and t_count = that DPU's offset; launch 2 (kernel 1, the scan seeded
 with t_count); then a parallel pull of the output regions.
 
-Inputs as PrIM: A[i] = `(T) rand()` (c_rand: PrIM's range, not libc's sequence); integer sums
-wrap around as in C; float results are compared with a relative tolerance (the DPU's float
-sums round differently from the host's double prefix sums).
-
-Remaining differences from PrIM (DPU work otherwise PrIM's: loops, blocks, types, handshakes):
-- the DPU's running total is double-buffered by round parity (two WRAM words instead of one),
-  so its correctness no longer depends on the round-robin issue order (PrIM's shared counter
-  is read by the other tasklets after the barrier while the last tasklet advances it): a few
-  instructions per round, no measurable effect on DPU time;
-- tasklet 0 seeds the running total before the start barrier, so the scan kernel has one
-  barrier at its start (PrIM: a second one after its last tasklet seeds the shared count):
-  one barrier less per launch, negligible;
+Inputs, and the differences from PrIM both SCANs share: common/scan_host.py. Its own:
 - after the reduction every tasklet stores its partial sum in DPU_RESULTS[t] (PrIM: tasklet
   0 stores the total only): one WRAM store per tasklet, negligible.
 """

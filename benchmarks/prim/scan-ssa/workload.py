@@ -21,18 +21,7 @@ and takes entry NR_TASKLETS-1, the DPU's total; it computes the exclusive scan o
 over the DPUs and pushes arguments with kernel = 1 and t_count = that DPU's offset; launch 2
 (kernel 1, add); then a parallel pull of the output regions.
 
-Inputs as PrIM: A[i] = `(T) rand()` (c_rand: PrIM's range, not libc's sequence); integer sums
-wrap around as in C; float results are compared with a relative tolerance (the DPU's float
-sums round differently from the host's double prefix sums).
-
-Remaining differences from PrIM (DPU work otherwise PrIM's: loops, blocks, types, handshakes):
-- the DPU's running total is double-buffered by round parity (two WRAM words instead of one),
-  so its correctness no longer depends on the round-robin issue order (PrIM's shared counter
-  is read by the other tasklets after the barrier while the last tasklet advances it): a few
-  instructions per round, no measurable effect on DPU time;
-- tasklet 0 seeds the running total before the start barrier, so the scan kernel has one
-  barrier at its start (PrIM: a second one after its last tasklet seeds the shared count):
-  one barrier less per launch, negligible.
+Inputs, and the differences from PrIM both SCANs share (none other here): common/scan_host.py.
 """
 
 from scan_host import PrefixSum
