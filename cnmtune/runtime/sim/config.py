@@ -113,6 +113,7 @@ class DpuConfig:
     rank_to_host_Bps: float = 4.74e9
     broadcast_Bps: float = 16.88e9
     transfer_latency_s: float = 20e-6
+    transfer_per_dpu_s: float = 0.0  # host cost per DPU addressed by one transfer call (fitted)
     dpus_per_chip: int = 8
     dpus_per_rank: int = 64
     routine_costs: tuple[RoutineCost, ...] = field(default=DEFAULT_ROUTINE_COSTS)

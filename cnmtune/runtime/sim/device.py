@@ -4,7 +4,8 @@ Host transfer times follow the shape PrIM measured: a serial copy runs at one DP
 bandwidth; a parallel push uses every DPU of a rank at once, but the DPUs of one chip share the
 chip's interface (8 DPUs per chip, 8 chips per rank: FACTS.md) and the rank saturates at the
 rank's bandwidth; ranks transfer concurrently; a broadcast is limited by the broadcast
-bandwidth. Each call also pays a fixed latency. Kernel time of a launch = slowest DPU + launch overhead.
+bandwidth. Each call also pays a fixed latency, and a small host cost per DPU it addresses
+(the host prepares one buffer per DPU, dpu_prepare_xfer in PrIM's host code). Kernel time of a launch = slowest DPU + launch overhead.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def transfer_seconds(transfer: Transfer, config: DpuConfig) -> float:
         ranks = [config.dpus_per_rank] * full + ([rest] if rest else [])
         bandwidth = sum(min(k * per_dpu, -(-k // config.dpus_per_chip) * per_chip, per_rank) for k in ranks)
         total = transfer.nbytes * transfer.nr_dpus
-    return config.transfer_latency_s + total / bandwidth
+    dpus = 1 if transfer.mode == "serial" else transfer.nr_dpus
+    return config.transfer_latency_s + dpus * config.transfer_per_dpu_s + total / bandwidth
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,8 @@ __all__ = ["HOST_FIELDS", "InvalidRetime", "PreparedTrace", "Signature", "checke
 # DpuConfig fields the DPU timeline never reads: cycles do not depend on them
 HOST_FIELDS = frozenset({"frequency_hz", "launch_overhead_s", "host_to_dpu_Bps", "dpu_to_host_Bps",
                          "chip_to_dpu_Bps", "chip_to_host_Bps", "rank_to_dpu_Bps", "rank_to_host_Bps",
-                         "broadcast_Bps", "transfer_latency_s", "dpus_per_chip", "dpus_per_rank"})
+                         "broadcast_Bps", "transfer_latency_s", "transfer_per_dpu_s", "dpus_per_chip",
+                         "dpus_per_rank"})
 
 # signature channels: (kind, id)
 BIT, SEM, VALUE = 0, 1, 2

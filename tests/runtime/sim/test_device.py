@@ -144,6 +144,8 @@ def test_transfer_model_shape():
     sixteen = transfer_seconds(Transfer(True, "parallel", 1 << 20, 16), chips)
     assert eight == pytest.approx(8 * (1 << 20) / 2e9)  # the 8 DPUs of one chip share its interface
     assert sixteen == pytest.approx(eight)  # two chips side by side
+    per_dpu = config.with_(transfer_per_dpu_s=1e-6)
+    assert transfer_seconds(Transfer(True, "parallel", 1 << 20, 64), per_dpu) == pytest.approx(rank + 64e-6)
 
 
 def test_contended_mutex_and_heap_lock_lose_no_update(toolchain, make_kernel):
