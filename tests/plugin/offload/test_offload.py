@@ -143,7 +143,7 @@ def _linear_cpu(ns_per_unit: float):
 
 
 def test_the_flip_point_is_bracketed_and_bisected(monkeypatch):
-    monkeypatch.setattr(offload_module, "cpu_time", _linear_cpu(1.0))  # 1 ns per element: a flip near 1M
+    monkeypatch.setattr(offload_module, "cpu_time", _linear_cpu(2.0))  # 2 ns per element: a flip inside the range
     spec = OffloadSpec("va", size=4_194_304, sizes=(16_384, 262_144, 4_194_304), dpus=(256, 2560), tasklets=(16,),
                        repeats=1, bisect_steps=5)
     report = decide(spec)
