@@ -17,5 +17,3 @@ FIELDS: dict[str, float] = {
     'transfer_latency_s': 0.00012771741751324908,
     'transfer_per_dpu_s': 5.024998740641487e-07,
 }
-ROUTINES: dict[str, tuple[float, float]] = {
-}

@@ -17,7 +17,7 @@ from typing import Callable
 
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_on_device
-from cnmtune.runtime.sim.config import DpuConfig, RoutineCost
+from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice, Transfer, transfer_seconds
 from cnmtune.runtime.sim.timing import retime
 from cnmtune.runtime.sim.trace import Trace
@@ -211,8 +211,3 @@ def fit(runs: list[RowRun], config: DpuConfig, groups: tuple[str, ...] | list[st
     if "transfers" in groups:
         config = coordinate_search(config, TRANSFER_KNOBS, transfer_error, rounds, report)
     return config
-
-
-def routine_cost_literal(cost: RoutineCost) -> str:
-    """Python source for one routine cost entry (for the generated calibrated module)."""
-    return f"({cost.name!r}, {cost.base!r}, {cost.per_param!r})"

@@ -6,12 +6,12 @@ cycles (read) / ~61 (write) and beta 0.5 cycle/B (PrIM section 3). Routine costs
 no 32-bit multiply or divide and no FPU, so __mulsi3 runs one mul_step per significant bit of
 the smaller operand and the divisions one div_step per quotient bit (UPMEM SDK mul32.c,
 div32.c); the 64-bit and floating-point costs are the instructions per element implied by
-PrIM's arithmetic-throughput figure (UNCONFIRMED values, so they are calibration starting
-points, not facts).
+PrIM's arithmetic-throughput figures (the ADD ones derived from its raw profiles, the others
+UNCONFIRMED). Routine costs are not fitted.
 
-`DpuConfig()` holds these literature starting values; `DpuConfig.calibrated()` applies the
-constants fitted on real UPMEM times (calibrated.py, written by benchmarks/calibrate_sim.py)
-and is what the simulator uses unless told otherwise.
+`DpuConfig()` holds these literature values; `DpuConfig.calibrated()` replaces the constants
+fitted on real UPMEM times (calibrated.py FIELDS, written by benchmarks/calibrate_sim.py) and is
+what the simulator uses unless told otherwise.
 """
 
 from __future__ import annotations
@@ -146,12 +146,7 @@ class DpuConfig:
         """The literature values with the constants fitted by benchmarks/calibrate_sim.py applied."""
         from cnmtune.runtime.sim import calibrated
 
-        costs = tuple(
-            replace(c, base=calibrated.ROUTINES[c.name][0], per_param=calibrated.ROUTINES[c.name][1])
-            if c.name in calibrated.ROUTINES else c
-            for c in DEFAULT_ROUTINE_COSTS
-        )
-        return cls(**calibrated.FIELDS, routine_costs=costs)
+        return cls(**calibrated.FIELDS)
 
     @classmethod
     def named(cls, name: str) -> "DpuConfig":
