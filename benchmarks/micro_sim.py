@@ -78,13 +78,18 @@ STREAM_ELEMENTS = 65536  # uint64 per array (512 KiB)
 
 SATURATION = 11  # the revolver pipeline: one instruction per tasklet every 11 cycles
 
-# PrIM, 1 DPU at 350 MHz, >= 11 tasklets (FACTS.md 5.2). All UNCONFIRMED there: recalled values.
-# None = "approximately the ADD value" (SUB), shown as such.
-PRIM_ARITH_MOPS = {
-    ("INT32", "ADD"): 58.6, ("INT32", "SUB"): None, ("INT32", "MUL"): 10.3, ("INT32", "DIV"): 11.3,
-    ("INT64", "ADD"): 50.2, ("INT64", "SUB"): None, ("INT64", "MUL"): 2.6, ("INT64", "DIV"): 1.4,
-    ("FLOAT", "ADD"): 4.9, ("FLOAT", "SUB"): None, ("FLOAT", "MUL"): 1.9, ("FLOAT", "DIV"): 0.34,
-    ("DOUBLE", "ADD"): 3.3, ("DOUBLE", "SUB"): None, ("DOUBLE", "MUL"): 0.53, ("DOUBLE", "DIV"): 0.16,
+# PrIM, 1 DPU at 350 MHz, >= 11 tasklets: (MOPS, status). D = derived from PrIM's committed raw
+# profiles (the ADD rows, DPU_CODEGEN.md §4); U = the PrIM paper's figure as recalled, not
+# re-read (DPU_CODEGEN.md §5).
+PRIM_ARITH = {
+    ("INT32", "ADD"): (58.4, "D"), ("INT32", "SUB"): (58.56, "U"), ("INT32", "MUL"): (10.27, "U"),
+    ("INT32", "DIV"): (11.27, "U"),
+    ("INT64", "ADD"): (50.2, "D"), ("INT64", "SUB"): (50.16, "U"), ("INT64", "MUL"): (2.56, "U"),
+    ("INT64", "DIV"): (1.40, "U"),
+    ("FLOAT", "ADD"): (4.92, "D"), ("FLOAT", "SUB"): (4.91, "U"), ("FLOAT", "MUL"): (1.91, "U"),
+    ("FLOAT", "DIV"): (0.34, "U"),
+    ("DOUBLE", "ADD"): (3.33, "D"), ("DOUBLE", "SUB"): (3.32, "U"), ("DOUBLE", "MUL"): (0.53, "U"),
+    ("DOUBLE", "DIV"): (0.16, "U"),
 }
 # FACTS.md section 4: alpha/beta are [C2] (secondary source quoting PrIM section 3); the
 # measured 2 KiB bandwidths and STREAM COPY are UNCONFIRMED.
@@ -365,9 +370,10 @@ def collect(config: DpuConfig | None = None, toolchain: ProxyToolchain | None = 
     results["dma_fits"] = dma_fits(results["dma"])
     results["checks"] = check_shapes(results)
     results["reference"] = {
-        "note": "PrIM values from /work/shared/upmem/FACTS.md (5.2 arithmetic: UNCONFIRMED; section 4 "
-                "DMA alpha/beta: [C2], 2 KiB bandwidths and STREAM COPY: UNCONFIRMED)",
-        "arith_mops": {f"{t} {o}": v for (t, o), v in PRIM_ARITH_MOPS.items()},
+        "note": "PrIM values: arithmetic from shared/upmem/DPU_CODEGEN.md §4-5 (status per cell: D derived "
+                "from raw profiles, U recalled); FACTS.md section 4 DMA alpha/beta: [C2], 2 KiB bandwidths "
+                "and STREAM COPY: UNCONFIRMED",
+        "arith_mops": {f"{t} {o}": {"mops": v, "status": status} for (t, o), (v, status) in PRIM_ARITH.items()},
         "dma": PRIM_DMA, "stream_copy_MBps": PRIM_STREAM_COPY_MBPS,
     }
     results["meta"]["wall_s"] = time.perf_counter() - start
@@ -391,11 +397,8 @@ def write_json(results: dict, path: Path) -> Path:
 
 # -------------------------------------------------------------------------------------- report
 def _ref_text(type_name: str, op: str) -> str:
-    value = PRIM_ARITH_MOPS.get((type_name, op), "?")
-    if value is None:
-        add = PRIM_ARITH_MOPS.get((type_name, "ADD"))
-        return f"≈ADD ({add:g})" if add else "≈ADD"
-    return f"{value:g}"
+    value, status = PRIM_ARITH.get((type_name, op), (None, ""))
+    return "?" if value is None else f"{value:g} ({status})"
 
 
 def print_report(results: dict, console: Console | None = None) -> None:
@@ -508,9 +511,9 @@ def plot_arith(results: dict, path: Path) -> Path:
         for op in dict.fromkeys(r["op"] for r in arith if r["type"] == ty):
             pts = sorted((r["tasklets"], r["mops"]) for r in arith if r["type"] == ty and r["op"] == op)
             ax.plot(*zip(*pts), "x--" if op == "SUB" else "o-", color=colors.get(op), label=op)
-            ref = PRIM_ARITH_MOPS.get((ty, op))
+            ref = PRIM_ARITH.get((ty, op))
             if ref:
-                ax.axhline(ref, color=colors.get(op), ls=":", lw=1)
+                ax.axhline(ref[0], color=colors.get(op), ls=":", lw=1)
         ax.axvline(SATURATION, color="grey", ls="--", lw=0.8)
         ax.set_yscale("log")
         ax.set_title(ty)

@@ -5,8 +5,9 @@ values, the operand 2^20, BL = 10, -O2; MOPS = elements * 350 MHz / the slowest 
 cycles. The default count is 2^16 elements (4 whole rounds of 16 tasklets x 1 KiB for 64-bit
 types) rather than PrIM's 2^20: a saturated DPU's MOPS does not depend on the count, and the
 simulator interprets zig's 64-bit and float routines instruction by instruction (2^20 INT64
-multiplies exceed its instruction cap); the operand stays PrIM's 2^20. Each reference carries its status: D = derived from PrIM's committed raw
-profiles (the ADD rows), U = the PrIM paper's figure as recalled, not re-read (DPU_CODEGEN.md §5).
+multiplies exceed its instruction cap); the operand stays PrIM's 2^20. Each reference carries its
+status (micro_sim.PRIM_ARITH): D = derived from PrIM's committed raw profiles (the ADD rows), U =
+the PrIM paper's figure as recalled, not re-read (DPU_CODEGEN.md §5).
 Targets (issue 15): INT32 and INT64 ADD within 5 % of 58.4 and 50.2 MOPS; every other cell within
 15 % or explained below the table.
 
@@ -19,33 +20,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
+import micro_sim
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import micro_sim  # noqa: E402
-
-from cnmtune.atomic import atomic_write  # noqa: E402
-from cnmtune.runtime.sim.config import DpuConfig  # noqa: E402
+from cnmtune.atomic import atomic_write
+from cnmtune.runtime.sim.config import DpuConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PRIM_ELEMENTS = 1 << 20  # run.sh -i 1048576; also the operand, (T)input_size_dpu
 ELEMENTS = 1 << 16
 TASKLETS = 16
-# (MOPS, status): ADD from the raw profiles (D); the rest the paper's values (U), SUB as ADD
-PRIM = {
-    ("INT32", "ADD"): (58.4, "D"), ("INT32", "SUB"): (58.56, "U"), ("INT32", "MUL"): (10.27, "U"),
-    ("INT32", "DIV"): (11.27, "U"),
-    ("INT64", "ADD"): (50.2, "D"), ("INT64", "SUB"): (50.16, "U"), ("INT64", "MUL"): (2.56, "U"),
-    ("INT64", "DIV"): (1.40, "U"),
-    ("FLOAT", "ADD"): (4.92, "D"), ("FLOAT", "SUB"): (4.91, "U"), ("FLOAT", "MUL"): (1.91, "U"),
-    ("FLOAT", "DIV"): (0.34, "U"),
-    ("DOUBLE", "ADD"): (3.33, "D"), ("DOUBLE", "SUB"): (3.32, "U"), ("DOUBLE", "MUL"): (0.53, "U"),
-    ("DOUBLE", "DIV"): (0.16, "U"),
-}
 TIGHT = {("INT32", "ADD"), ("INT64", "ADD")}  # within 5 %; the others within 15 %
 # Cells whose error has a known cause, printed under the table
 EXPLAINED = {
@@ -60,7 +47,7 @@ def rows(elements: int, config: DpuConfig) -> list[dict]:
     out = []
     for run in micro_sim.run_arith(config, tasklets=(TASKLETS,), elements=elements, scalar=PRIM_ELEMENTS):
         key = (run["type"], run["op"])
-        prim, status = PRIM[key]
+        prim, status = micro_sim.PRIM_ARITH[key]
         error = 100.0 * (run["mops"] - prim) / prim
         bound = 5.0 if key in TIGHT else 15.0
         out.append({"type": key[0], "op": key[1], "mops": run["mops"], "prim_mops": prim, "prim_status": status,
