@@ -105,10 +105,7 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
     low = lower(program, cfgs)
     counts = low.slots.astype(np.int64)
     start = np.concatenate(([0], np.cumsum(counts)))  # rv32i word -> its first DPU instruction
-    mnemonics: list[str] = []
-    for name, count in zip(low.mnemonics, counts.tolist()):
-        parts = name.split("+")
-        mnemonics.extend(parts if len(parts) == count else [name] * count)
+    mnemonics = [m for i in range(len(counts)) for m in low.dpu_instructions(i)]
     functions = tuple(replace(f, first=int(start[f.first]), count=int(start[f.first + f.count] - start[f.first]))
                       for f in program.functions)
     sites = tuple(replace(site, index=int(start[site.index])) for site in call_sites(program, cfgs))

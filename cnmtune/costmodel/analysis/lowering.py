@@ -10,9 +10,11 @@ the same work in one instruction, 0 where a neighbour absorbs it (the rules, wit
 and status, are in cnmtune.costmodel.analysis.lowering_rules). A temporary is only fused away
 when it is dead afterwards, by a liveness analysis over the function's CFG.
 
-Not modelled yet (rv32i and DPU counts are taken as equal there): 64-bit compares and shifts,
-narrow multiplies on the 8x8 multipliers, and the runtime routines' own bodies (the simulator
-prices __mulsi3, __divsi3, ... by their UPMEM cost already, cnmtune.runtime.sim.config).
+Not modelled yet (rv32i and DPU counts are taken as equal there): 64-bit shifts, narrow
+multiplies on the 8x8 multipliers, lsl_sub constant multiplies, and the runtime routines' own
+bodies (the simulator prices __mulsi3, __divsi3, ... by their UPMEM cost already,
+cnmtune.runtime.sim.config). A 64-bit compare-and-branch is left one-to-one on purpose: either
+path runs two rv32i branches, as many as the DPU's sub + subc with a condition.
 """
 
 from __future__ import annotations
@@ -64,15 +66,18 @@ class Lowering:
     mnemonics: tuple[str, ...]
     rules: tuple[str, ...]
 
+    def dpu_instructions(self, i: int) -> list[str]:
+        """The DPU mnemonics rv32i instruction ``i`` stands for, one per DPU instruction (a
+        mnemonic 'a+b' is one of each; none where a neighbour absorbs it)."""
+        count = int(self.slots[i])
+        parts = self.mnemonics[i].split("+")
+        return parts if len(parts) == count else [self.mnemonics[i]] * count
+
     def histogram(self, mask: np.ndarray | None = None) -> dict[str, int]:
-        """DPU mnemonic -> DPU instructions, over the instructions of ``mask`` (default: all).
-        A mnemonic 'a+b' stands for one DPU instruction of each."""
+        """DPU mnemonic -> DPU instructions, over the instructions of ``mask`` (default: all)."""
         counts: Counter[str] = Counter()
         for i in (range(len(self.slots)) if mask is None else np.flatnonzero(mask).tolist()):
-            if self.slots[i]:
-                parts = self.mnemonics[i].split("+")
-                for part in parts:
-                    counts[part] += int(self.slots[i]) // len(parts)
+            counts.update(self.dpu_instructions(i))
         return dict(counts)
 
 
