@@ -46,6 +46,8 @@ def compile_command(
         emit_json(record)
         return
     table = Table(title=f"compiled {variant.label}", show_header=False)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")  # hashes and toolchain ids whole at 80 columns
     for key, value in record.items():
         table.add_row(key, str(value))
     console.print(table)
