@@ -124,7 +124,7 @@ def run_job(job: RunJob) -> list[RunRecord]:
             continue
         out.append(RunRecord(job.elf_hash, dpus, job.tasklets, size, config.hash, Status.OK,
                              result.cycles, result.kernel_s,
-                             result.host_to_dpu_s + result.dpu_to_host_s, result.verified, "",
+                             result.transfer_s, result.verified, "",
                              result.wall_s, target.name))
     return out
 

@@ -6,11 +6,17 @@ copy_to/copy_from (dpu_copy_to/from, one DPU), push_to/push_from (dpu_prepare_xf
 dpu_push_xfer, the same size for every DPU), broadcast (dpu_broadcast_to), launch
 (dpu_launch, synchronous, all DPUs). Symbols are names in the loaded program: a WRAM
 variable (`DPU_INPUT_ARGUMENTS`), an MRAM variable, or `DPU_MRAM_HEAP_POINTER_NAME`.
+
+Times are split as PrIM's hosts report them: CPU-DPU, DPU kernel, Inter-DPU (the transfers a
+host makes between two launches to combine partial results, inside `with device.inter_dpu():`)
+and DPU-CPU.
 """
 
 from __future__ import annotations
 
 import abc
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,10 +41,12 @@ class DeviceTimes:
 
     host_to_dpu_s: float = 0.0
     dpu_to_host_s: float = 0.0
+    inter_dpu_s: float = 0.0
     kernel_s: float = 0.0
     launches: int = 0
     host_to_dpu_bytes: int = 0
     dpu_to_host_bytes: int = 0
+    inter_dpu_bytes: int = 0
     kernel_per_launch_s: list[float] = field(default_factory=list)
 
 
@@ -52,6 +60,29 @@ class Device(abc.ABC):
             raise DeviceError(f"a device needs at least one DPU, got {nr_dpus}")
         self.nr_dpus = nr_dpus
         self.times = DeviceTimes()
+        self._in_inter_dpu = False
+
+    @contextlib.contextmanager
+    def inter_dpu(self) -> Iterator["Device"]:
+        """Transfers inside this block are PrIM's Inter-DPU step, not CPU-DPU or DPU-CPU time."""
+        outer, self._in_inter_dpu = self._in_inter_dpu, True
+        try:
+            yield self
+        finally:
+            self._in_inter_dpu = outer
+
+    def _account_transfer(self, to_dpu: bool, seconds: float, nbytes: int) -> None:
+        """Add one transfer call to the time split: Inter-DPU inside `inter_dpu()`, else by direction."""
+        times = self.times
+        if self._in_inter_dpu:
+            times.inter_dpu_s += seconds
+            times.inter_dpu_bytes += nbytes
+        elif to_dpu:
+            times.host_to_dpu_s += seconds
+            times.host_to_dpu_bytes += nbytes
+        else:
+            times.dpu_to_host_s += seconds
+            times.dpu_to_host_bytes += nbytes
 
     @abc.abstractmethod
     def load(self, elf_path) -> None:

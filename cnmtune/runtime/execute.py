@@ -39,6 +39,7 @@ class RunResult:
     kernel_s: float
     host_to_dpu_s: float
     dpu_to_host_s: float
+    inter_dpu_s: float
     cycles: int
     slots: float
     instructions: int
@@ -50,6 +51,11 @@ class RunResult:
     verified: bool
     wall_s: float
     log: str
+
+    @property
+    def transfer_s(self) -> float:
+        """All host-link time: CPU-DPU, Inter-DPU and DPU-CPU."""
+        return self.host_to_dpu_s + self.inter_dpu_s + self.dpu_to_host_s
 
     def to_dict(self) -> dict:
         """JSON-safe form."""
@@ -96,7 +102,7 @@ def _measured_result(binary: Binary, device: Device, size: int, wall: float) -> 
         variant=binary.variant.label, device=device.kind, nr_dpus=device.nr_dpus,
         nr_tasklets=binary.variant.nr_tasklets, size=size, config_hash=getattr(device, "config_hash", ""),
         launches=device.times.launches, kernel_s=device.times.kernel_s, host_to_dpu_s=device.times.host_to_dpu_s,
-        dpu_to_host_s=device.times.dpu_to_host_s, cycles=cycles, slots=0.0, instructions=0, ipc=0.0,
+        dpu_to_host_s=device.times.dpu_to_host_s, inter_dpu_s=device.times.inter_dpu_s, cycles=cycles, slots=0.0, instructions=0, ipc=0.0,
         dma_read_bytes=0, dma_write_bytes=0, routine_slots=0.0, tasklets=(), verified=True, wall_s=wall,
         log=device.log(0),
     )
@@ -123,7 +129,7 @@ def _result(binary: Binary, device: SimDevice, size: int, wall: float) -> RunRes
         variant=variant.label, device=device.kind, nr_dpus=device.nr_dpus, nr_tasklets=n, size=size,
         config_hash=device.config.hash, launches=len(launches), kernel_s=device.times.kernel_s,
         host_to_dpu_s=device.times.host_to_dpu_s, dpu_to_host_s=device.times.dpu_to_host_s,
-        cycles=cycles, slots=slots, instructions=int(sum(int(np.sum(t.instructions)) for t in all_timings)),
+        inter_dpu_s=device.times.inter_dpu_s, cycles=cycles, slots=slots, instructions=int(sum(int(np.sum(t.instructions)) for t in all_timings)),
         ipc=critical_slots / cycles if cycles else 0.0,
         dma_read_bytes=sum(t.dma_read_bytes for t in all_timings),
         dma_write_bytes=sum(t.dma_write_bytes for t in all_timings),

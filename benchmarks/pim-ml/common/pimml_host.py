@@ -217,11 +217,15 @@ class PimMlWorkload(Workload):
         if self.logistic:
             device.broadcast("SIGMOID_LUT", sigmoid_table())
         w = self.initial_weights()
-        for _ in range(self.iterations):
-            device.push_to(DPU_MRAM_HEAP_POINTER_NAME, [w] * self.nr_dpus, offset=x_bytes + max_rows * 4)
+        w_offset = x_bytes + max_rows * 4
+        device.push_to(DPU_MRAM_HEAP_POINTER_NAME, [w] * self.nr_dpus, offset=w_offset)
+        for iteration in range(self.iterations):
             device.launch()
-            raw = device.push_from("DPU_RESULTS", n * 4)
-            w = self.update(w, [np.frombuffer(r, self.dtype) for r in raw])
+            with device.inter_dpu():  # gather the gradients, hand out the next weights
+                raw = device.push_from("DPU_RESULTS", n * 4)
+                w = self.update(w, [np.frombuffer(r, self.dtype) for r in raw])
+                if iteration + 1 < self.iterations:
+                    device.push_to(DPU_MRAM_HEAP_POINTER_NAME, [w] * self.nr_dpus, offset=w_offset)
         return {"W": w}
 
     # ------------------------------------------------------------------ reference

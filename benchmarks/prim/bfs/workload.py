@@ -164,23 +164,29 @@ class BreadthFirstSearch(Workload):
         frontier = np.zeros(n_pad // 64, np.uint64)
         frontier[0] = 1  # the source, node 0
         level = 1
-        while True:
+
+        def hand_out_frontier() -> None:
             for dpu, (_, _, params) in enumerate(layout):
                 device.copy_to(dpu, DPU_MRAM_HEAP_POINTER_NAME, frontier, int(params[9]))
                 if level > 1:
                     params[3] = level
                     device.copy_to(dpu, DPU_MRAM_HEAP_POINTER_NAME, params)
+
+        hand_out_frontier()
+        while True:
             device.launch()
-            frontier = np.zeros(n_pad // 64, np.uint64)
-            for dpu, (_, local, params) in enumerate(layout):
-                if local:  # a DPU without nodes does not run, so its bitmap still holds the old frontier
-                    raw = device.copy_from(dpu, DPU_MRAM_HEAP_POINTER_NAME, bitmap_bytes, int(params[9]))
-                    frontier |= np.frombuffer(raw, np.uint64)
-            if not frontier.any():
-                break
-            level += 1
-            if level > MAX_LEVELS:
-                raise KernelError(f"{self.name}: more than {MAX_LEVELS} levels")
+            with device.inter_dpu():  # PrIM's Inter-DPU step: gather the next frontier, hand it out
+                frontier = np.zeros(n_pad // 64, np.uint64)
+                for dpu, (_, local, params) in enumerate(layout):
+                    if local:  # a DPU without nodes does not run, so its bitmap still holds the old frontier
+                        raw = device.copy_from(dpu, DPU_MRAM_HEAP_POINTER_NAME, bitmap_bytes, int(params[9]))
+                        frontier |= np.frombuffer(raw, np.uint64)
+                if not frontier.any():
+                    break
+                level += 1
+                if level > MAX_LEVELS:
+                    raise KernelError(f"{self.name}: more than {MAX_LEVELS} levels")
+                hand_out_frontier()
         levels = np.zeros(n_pad, np.uint32)
         for dpu, (start, local, params) in enumerate(layout):
             if local:

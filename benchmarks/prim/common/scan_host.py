@@ -109,11 +109,12 @@ class PrefixSum(Workload):
         device.push_to("DPU_INPUT_ARGUMENTS", [make_args(size_bytes, 0, 0, dtype)] * self.nr_dpus)
         device.push_to(DPU_MRAM_HEAP_POINTER_NAME, parts)
         device.launch()  # kernel 0
-        results = device.push_from("DPU_RESULTS", RESULT_BYTES * self.tasklets)
-        entry = (self.tasklets - 1 if self.total_entry == "last" else 0) * RESULT_BYTES
-        totals = [slot_value(raw[entry:], dtype) for raw in results]
-        offsets = exclusive_scan(totals, dtype)
-        device.push_to("DPU_INPUT_ARGUMENTS", [make_args(size_bytes, 1, o, dtype) for o in offsets])
+        with device.inter_dpu():  # PrIM's Inter-DPU step: the DPU totals, their scan, the offsets
+            results = device.push_from("DPU_RESULTS", RESULT_BYTES * self.tasklets)
+            entry = (self.tasklets - 1 if self.total_entry == "last" else 0) * RESULT_BYTES
+            totals = [slot_value(raw[entry:], dtype) for raw in results]
+            offsets = exclusive_scan(totals, dtype)
+            device.push_to("DPU_INPUT_ARGUMENTS", [make_args(size_bytes, 1, o, dtype) for o in offsets])
         device.launch()  # kernel 1, seeded with the DPU's offset
         chunks = device.push_from(DPU_MRAM_HEAP_POINTER_NAME, size_bytes, offset=size_bytes)
         s = np.concatenate([np.frombuffer(chunk, dtype) for chunk in chunks])

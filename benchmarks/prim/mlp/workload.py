@@ -19,7 +19,7 @@ BL = 10 runs up to 21 tasklets and BL = 11 up to 12; the workload refuses larger
 Host side as PrIM (GEMV's split and layout, common/gemv_host.py): the arguments {n_size,
 n_size_pad, nr_rows, max_rows} once, W_0 and x by parallel pushes, launch; then for each next
 layer: pull every DPU's y, pack the real rows into one vector, push its first n entries as x
-and the layer's weights, launch. The DPU program is PrIM's GEMV loop (common/gemv_rows.h).
+(these two are PrIM's Inter-DPU time) and the layer's weights (CPU-DPU time), launch. The DPU program is PrIM's GEMV loop (common/gemv_rows.h).
 
 Remaining differences from PrIM:
 - rows sit in MRAM at stride n_pad (zero-padded to even length), PrIM's at stride n with a
@@ -90,7 +90,8 @@ class MlpWorkload(Workload):
         layout.push_vector(device, inputs["x"])
         device.launch()
         for l in range(1, NUM_LAYERS):
-            layout.push_vector(device, self._next_input(layout.pull_result(device, np.int32)))
-            layout.push_matrix(device, inputs[f"W{l}"])
+            with device.inter_dpu():  # PrIM's Inter-DPU step: this layer's output is the next one's input
+                layout.push_vector(device, self._next_input(layout.pull_result(device, np.int32)))
+            layout.push_matrix(device, inputs[f"W{l}"])  # PrIM times the weights as CPU-DPU
             device.launch()
         return {"y": layout.pull_result(device, np.int32)}

@@ -100,16 +100,16 @@ def _ms(seconds: float) -> str:
 
 def _sizes_table(report: OffloadReport) -> Table:
     table = Table(title=f"{report.kernel}: CPU vs CNM across sizes ({report.size_unit})")
-    for column in ("size", "", "CPU ms", "CNM ms", "kernel", "CPU->DPU", "DPU->CPU", "host", "best config",
-                   "speedup", "decision"):
+    for column in ("size", "", "CPU ms", "CNM ms", "kernel", "transfers", "host", "best config", "speedup",
+                   "decision"):
         table.add_column(column, justify="left" if column in ("", "best config", "decision") else "right")
     for p in report.points:
         b = p.best
         mark = {"requested": "<- --size", "bisection": "bisection"}.get(p.origin, "")
         config = f"{b.dpus} DPUs x {b.tasklets} ({b.method})" if b else "none feasible"
         table.add_row(f"{p.size:,}", mark, f"{_ms(p.cpu.seconds)} {p.cpu.implementation}",
-                      _ms(p.cnm_s) if b else "-", _ms(b.kernel_s) if b else "-", _ms(b.host_to_dpu_s) if b else "-",
-                      _ms(b.dpu_to_host_s) if b else "-", _ms(b.host_s) if b else "-", config,
+                      _ms(p.cnm_s) if b else "-", _ms(b.kernel_s) if b else "-", _ms(b.transfer_s) if b else "-",
+                      _ms(b.host_s) if b else "-", config,
                       f"{p.speedup:.3g}x", "CNM" if p.offload else "CPU")
     return table
 

@@ -95,6 +95,7 @@ class CnmCandidate:
     kernel_s: float = math.nan
     host_to_dpu_s: float = math.nan
     dpu_to_host_s: float = math.nan
+    inter_dpu_s: float = math.nan
     host_s: float = math.nan
     host_tail_s: float = math.nan
     launches: int = 0
@@ -103,11 +104,16 @@ class CnmCandidate:
     error: str | None = None
 
     @property
+    def transfer_s(self) -> float:
+        """Every host-link step: CPU-DPU, Inter-DPU and DPU-CPU."""
+        return self.host_to_dpu_s + self.inter_dpu_s + self.dpu_to_host_s
+
+    @property
     def total_s(self) -> float:
-        """Kernel + both transfers + host steps (inf if infeasible)."""
+        """Kernel + transfers + host steps (inf if infeasible)."""
         if self.error:
             return math.inf
-        return self.kernel_s + self.host_to_dpu_s + self.dpu_to_host_s + self.host_s
+        return self.kernel_s + self.transfer_s + self.host_s
 
     def to_dict(self) -> dict:
         """JSON-safe form."""
@@ -115,7 +121,8 @@ class CnmCandidate:
         if self.error:
             return {**out, "error": self.error}
         return {**out, "kernel_s": self.kernel_s, "host_to_dpu_s": self.host_to_dpu_s,
-                "dpu_to_host_s": self.dpu_to_host_s, "host_s": self.host_s, "host_tail_s": self.host_tail_s,
+                "dpu_to_host_s": self.dpu_to_host_s, "inter_dpu_s": self.inter_dpu_s, "host_s": self.host_s,
+                "host_tail_s": self.host_tail_s,
                 "total_s": self.total_s,
                 "launches": self.launches, "cycles": self.cycles}
 
@@ -252,8 +259,9 @@ class _Decider:
         workload.execute(device, inputs)
         tail = device.host_seconds_after_last_launch(time.perf_counter())
         cycles = sum(max((t.cycles for t in record.timings), default=0) for record in device.launches)
-        return CnmCandidate(dpus, tasklets, self.spec.pipeline, device.times.kernel_s, device.times.host_to_dpu_s,
-                            device.times.dpu_to_host_s, device.host_between_launches_s, tail, device.times.launches,
+        times = device.times
+        return CnmCandidate(dpus, tasklets, self.spec.pipeline, times.kernel_s, times.host_to_dpu_s,
+                            times.dpu_to_host_s, times.inter_dpu_s, device.host_between_launches_s, tail, times.launches,
                             float(cycles) if simulate else math.nan, "simulated" if simulate else "extrapolated")
 
     def candidates(self, size: int) -> list[CnmCandidate]:

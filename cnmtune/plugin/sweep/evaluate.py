@@ -28,11 +28,10 @@ from cnmtune.runtime.sim.retime import (
 )
 from cnmtune.runtime.sim.traces import TraceSet, kernel_of
 from cnmtune.runtime.sim.config import DpuConfig
-from cnmtune.runtime.sim.device import SimDevice, transfer_seconds
+from cnmtune.runtime.sim.device import SimDevice, transfer_times
 from cnmtune.runtime.toolchain import ProxyToolchain, Toolchain, Variant
 
-__all__ = ["KernelSweep", "PointResult", "kernel_seconds", "main_effects", "pareto_front", "sweep_trace_set",
-           "transfer_times"]
+__all__ = ["KernelSweep", "PointResult", "kernel_seconds", "main_effects", "pareto_front", "sweep_trace_set"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +42,7 @@ class PointResult:
     kernel_s: float
     host_to_dpu_s: float
     dpu_to_host_s: float
+    inter_dpu_s: float
     method: str  # "retimed", "recorded" (DPU timing unchanged), or "re-executed"
     note: str = ""
     cost: float = math.nan
@@ -50,8 +50,8 @@ class PointResult:
 
     @property
     def transfer_s(self) -> float:
-        """Both directions."""
-        return self.host_to_dpu_s + self.dpu_to_host_s
+        """Every host-link step: CPU-DPU, Inter-DPU and DPU-CPU."""
+        return self.host_to_dpu_s + self.inter_dpu_s + self.dpu_to_host_s
 
     @property
     def total_s(self) -> float:
@@ -61,7 +61,7 @@ class PointResult:
     def to_dict(self) -> dict:
         """JSON-safe form."""
         return {"params": dict(self.point.values), "kernel_s": self.kernel_s, "host_to_dpu_s": self.host_to_dpu_s,
-                "dpu_to_host_s": self.dpu_to_host_s, "transfer_s": self.transfer_s, "total_s": self.total_s,
+                "dpu_to_host_s": self.dpu_to_host_s, "inter_dpu_s": self.inter_dpu_s, "transfer_s": self.transfer_s, "total_s": self.total_s,
                 "cost": self.cost, "pareto": self.pareto, "method": self.method, "note": self.note}
 
 
@@ -88,23 +88,11 @@ class KernelSweep:
         return {"kernel": ts.kernel, "variant": ts.variant, "dpus": ts.dpus, "size": ts.size, "seed": ts.seed,
                 "trace_set": str(ts.directory) if ts.directory else None, "recorded_now": self.recorded_now,
                 "recorded": {"kernel_s": ts.kernel_s, "host_to_dpu_s": ts.host_to_dpu_s,
-                             "dpu_to_host_s": ts.dpu_to_host_s, "config_hash": ts.config.hash,
+                             "dpu_to_host_s": ts.dpu_to_host_s, "inter_dpu_s": ts.inter_dpu_s, "config_hash": ts.config.hash,
                              "record_seconds": ts.record_seconds},
                 "metric": self.metric, "points": [r.to_dict() for r in self.results], "methods": methods,
                 "main_effects": self.main_effects, "most_important": self.most_important,
                 "seconds": self.seconds}
-
-
-def transfer_times(trace_set: TraceSet, config: DpuConfig) -> tuple[float, float]:
-    """(CPU->DPU, DPU->CPU) seconds of the recorded transfer log under `config`, summed as SimDevice does."""
-    to_dpu = from_dpu = 0.0
-    for transfer in trace_set.transfers:
-        seconds = transfer_seconds(transfer, config)
-        if transfer.to_dpu:
-            to_dpu += seconds
-        else:
-            from_dpu += seconds
-    return to_dpu, from_dpu
 
 
 def kernel_seconds(cycles_per_launch: list[list[int]], config: DpuConfig) -> float:
@@ -146,8 +134,14 @@ class _Evaluator:
                 cycles, method = self._retimed(key, config), "retimed"
             except InvalidRetime as exc:
                 return self._invalid(point, exc)
-        to_dpu, from_dpu = transfer_times(ts, config)
-        return PointResult(point, kernel_seconds(cycles, config), to_dpu, from_dpu, method)
+        return self._result(point, cycles, ts.transfers, config, method)
+
+    @staticmethod
+    def _result(point: DesignPoint, cycles: list[list[int]], transfers, config: DpuConfig, method: str,
+                note: str = "") -> PointResult:
+        times = transfer_times(transfers, config)
+        return PointResult(point, kernel_seconds(cycles, config), times.host_to_dpu_s, times.dpu_to_host_s,
+                           times.inter_dpu_s, method, note)
 
     def _retimed(self, key: tuple, config: DpuConfig) -> list[list[int]]:
         cached = self._cycles.get(key)
@@ -181,13 +175,8 @@ class _Evaluator:
         if key not in self._executed:
             self._executed[key] = self._reexecute(config)
         cycles, transfers = self._executed[key]
-        to_dpu = from_dpu = 0.0
-        for transfer in transfers:  # this run's own log: its host decisions may differ from the recording's
-            if transfer.to_dpu:
-                to_dpu += transfer_seconds(transfer, config)
-            else:
-                from_dpu += transfer_seconds(transfer, config)
-        return PointResult(point, kernel_seconds(cycles, config), to_dpu, from_dpu, "re-executed", reason)
+        # this run's own transfer log: its host decisions may differ from the recording's
+        return self._result(point, cycles, transfers, config, "re-executed", reason)
 
     def _reexecute(self, config: DpuConfig) -> tuple[list[list[int]], list]:
         """Co-simulate the recorded run under `config` (verified): its cycles per launch and transfer log."""
@@ -255,10 +244,10 @@ def sweep_trace_set(trace_set: TraceSet, points: list[DesignPoint], cost: CostEx
     for done, point in enumerate(points, 1):
         result = evaluate(point)
         results.append(PointResult(result.point, result.kernel_s, result.host_to_dpu_s, result.dpu_to_host_s,
-                                   result.method, result.note, cost(point)))
+                                   result.inter_dpu_s, result.method, result.note, cost(point)))
         if progress:
             progress(done, len(points))
     front = set(pareto_front(results, metric))
-    results = [PointResult(r.point, r.kernel_s, r.host_to_dpu_s, r.dpu_to_host_s, r.method, r.note, r.cost,
+    results = [PointResult(r.point, r.kernel_s, r.host_to_dpu_s, r.dpu_to_host_s, r.inter_dpu_s, r.method, r.note, r.cost,
                            i in front) for i, r in enumerate(results)]
     return KernelSweep(trace_set, results, metric, main_effects(results, metric), time.perf_counter() - start)

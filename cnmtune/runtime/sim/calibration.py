@@ -18,7 +18,7 @@ from typing import Callable
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_on_device
 from cnmtune.runtime.sim.config import DpuConfig
-from cnmtune.runtime.sim.device import SimDevice, Transfer, transfer_seconds
+from cnmtune.runtime.sim.device import SimDevice, Transfer, transfer_times
 from cnmtune.runtime.sim.timing import retime
 from cnmtune.runtime.sim.trace import Trace
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
@@ -110,10 +110,10 @@ def predicted_kernel_ms(run: RowRun, config: DpuConfig) -> float:
 
 
 def predicted_transfer_ms(run: RowRun, config: DpuConfig) -> tuple[float, float]:
-    """(CPU->DPU, DPU->CPU) milliseconds of a simulated row under `config`."""
-    to_dpu = sum(transfer_seconds(t, config) for t in run.transfers if t.to_dpu)
-    to_host = sum(transfer_seconds(t, config) for t in run.transfers if not t.to_dpu)
-    return 1e3 * to_dpu, 1e3 * to_host
+    """(CPU->DPU, DPU->CPU) milliseconds of a simulated row under `config`; like PrIM's timers (and the
+    calibration CSV's columns) they leave out the Inter-DPU transfers between launches."""
+    times = transfer_times(run.transfers, config)
+    return 1e3 * times.host_to_dpu_s, 1e3 * times.dpu_to_host_s
 
 
 def mape(pairs: list[tuple[float, float]]) -> float:

@@ -10,7 +10,8 @@ bandwidth. Each call also pays a fixed latency, and a small host cost per DPU it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cnmtune.errors import DeviceError
@@ -24,12 +25,19 @@ from cnmtune.runtime.sim.trace import Trace
 
 @dataclass(frozen=True)
 class Transfer:
-    """One host transfer call: direction, mode (serial, parallel, broadcast), bytes per DPU, DPUs."""
+    """One host transfer call: direction, mode (serial, parallel, broadcast), bytes per DPU, DPUs,
+    and whether it belongs to PrIM's Inter-DPU step (between launches)."""
 
     to_dpu: bool
     mode: str
     nbytes: int
     nr_dpus: int
+    inter_dpu: bool = False
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes moved over the host link by this call."""
+        return self.nbytes * (1 if self.mode == "serial" else self.nr_dpus)
 
 
 def transfer_seconds(transfer: Transfer, config: DpuConfig) -> float:
@@ -49,6 +57,23 @@ def transfer_seconds(transfer: Transfer, config: DpuConfig) -> float:
         total = transfer.nbytes * transfer.nr_dpus
     dpus = 1 if transfer.mode == "serial" else transfer.nr_dpus
     return config.transfer_latency_s + dpus * config.transfer_per_dpu_s + total / bandwidth
+
+
+@dataclass(frozen=True)
+class TransferTimes:
+    """Seconds of a transfer log, split as PrIM's hosts report them."""
+
+    host_to_dpu_s: float = 0.0
+    inter_dpu_s: float = 0.0
+    dpu_to_host_s: float = 0.0
+
+
+def transfer_times(transfers: Iterable[Transfer], config: DpuConfig) -> TransferTimes:
+    """Price a transfer log under `config`, summed per step (CPU-DPU, Inter-DPU, DPU-CPU) as SimDevice does."""
+    split = [0.0, 0.0, 0.0]
+    for transfer in transfers:
+        split[1 if transfer.inter_dpu else 0 if transfer.to_dpu else 2] += transfer_seconds(transfer, config)
+    return TransferTimes(*split)
 
 
 @dataclass(frozen=True)
@@ -122,14 +147,9 @@ class SimDevice(Device):
         self._record(Transfer(True, "broadcast", len(raw), self.nr_dpus))
 
     def _record(self, transfer: Transfer) -> None:
+        transfer = replace(transfer, inter_dpu=self._in_inter_dpu)
         self.transfers.append(transfer)
-        seconds = transfer_seconds(transfer, self.config)
-        if transfer.to_dpu:
-            self.times.host_to_dpu_s += seconds
-            self.times.host_to_dpu_bytes += transfer.nbytes * (1 if transfer.mode == "serial" else transfer.nr_dpus)
-        else:
-            self.times.dpu_to_host_s += seconds
-            self.times.dpu_to_host_bytes += transfer.nbytes * (1 if transfer.mode == "serial" else transfer.nr_dpus)
+        self._account_transfer(transfer.to_dpu, transfer_seconds(transfer, self.config), transfer.total_bytes)
 
     # ------------------------------------------------------------ execution
     def launch(self) -> None:

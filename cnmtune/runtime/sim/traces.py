@@ -82,6 +82,7 @@ class TraceSet:
     kernel_s: float
     host_to_dpu_s: float
     dpu_to_host_s: float
+    inter_dpu_s: float
     record_seconds: float
     directory: Path | None = None
 
@@ -101,9 +102,9 @@ class TraceSet:
                           "dpus": [{"file": f, "cycles": c, "segments": len(t)}
                                    for f, c, t in zip(launch.files, launch.cycles, launch.traces)]}
                          for launch in self.launches],
-            "transfers": [[t.to_dpu, t.mode, t.nbytes, t.nr_dpus] for t in self.transfers],
+            "transfers": [[t.to_dpu, t.mode, t.nbytes, t.nr_dpus, t.inter_dpu] for t in self.transfers],
             "times": {"kernel_s": self.kernel_s, "host_to_dpu_s": self.host_to_dpu_s,
-                      "dpu_to_host_s": self.dpu_to_host_s},
+                      "dpu_to_host_s": self.dpu_to_host_s, "inter_dpu_s": self.inter_dpu_s},
             "record_seconds": self.record_seconds,
         }
 
@@ -178,7 +179,8 @@ def record_trace_set(binary: Binary, dpus: int, size: int, seed: int = 0, params
         elf_hash=binary.elf_hash, dpus=dpus, size=size, seed=seed, params=tuple(sorted(params.items())),
         config=config, launches=tuple(launches), transfers=tuple(device.transfers),
         kernel_s=device.times.kernel_s, host_to_dpu_s=device.times.host_to_dpu_s,
-        dpu_to_host_s=device.times.dpu_to_host_s, record_seconds=time.perf_counter() - start)
+        dpu_to_host_s=device.times.dpu_to_host_s, inter_dpu_s=device.times.inter_dpu_s,
+        record_seconds=time.perf_counter() - start)
 
 
 def save_trace_set(trace_set: TraceSet, directory: Path) -> Path:
@@ -255,9 +257,11 @@ def load_trace_set(directory: Path) -> TraceSet:
             defines=tuple((k, v) for k, v in manifest["defines"]), elf_hash=manifest["elf_hash"],
             dpus=int(manifest["dpus"]), size=int(manifest["size"]), seed=int(manifest["seed"]),
             params=tuple(sorted(manifest["params"].items())), config=config, launches=tuple(launches),
-            transfers=tuple(Transfer(bool(a), str(b), int(c), int(d)) for a, b, c, d in manifest["transfers"]),
+            transfers=tuple(Transfer(bool(t[0]), str(t[1]), int(t[2]), int(t[3]), bool(t[4]))
+                            for t in manifest["transfers"]),
             kernel_s=float(times["kernel_s"]), host_to_dpu_s=float(times["host_to_dpu_s"]),
-            dpu_to_host_s=float(times["dpu_to_host_s"]), record_seconds=float(manifest["record_seconds"]),
+            dpu_to_host_s=float(times["dpu_to_host_s"]), inter_dpu_s=float(times["inter_dpu_s"]),
+            record_seconds=float(manifest["record_seconds"]),
             directory=directory)
     except (KeyError, TypeError, ValueError) as exc:
         raise TraceStoreError(f"{directory / MANIFEST} is incomplete or malformed ({type(exc).__name__}: {exc})") \

@@ -141,12 +141,10 @@ class UpmemDevice(Device):
         self._to_dpu(self._loaded().broadcast(symbol, offset, raw), len(raw) * self.nr_dpus)
 
     def _to_dpu(self, ns: int, nbytes: int) -> None:
-        self.times.host_to_dpu_s += ns / 1e9
-        self.times.host_to_dpu_bytes += nbytes
+        self._account_transfer(True, ns / 1e9, nbytes)
 
     def _from_dpu(self, ns: int, nbytes: int) -> None:
-        self.times.dpu_to_host_s += ns / 1e9
-        self.times.dpu_to_host_bytes += nbytes
+        self._account_transfer(False, ns / 1e9, nbytes)
 
     # ------------------------------------------------------------ execution
     def launch(self) -> None:

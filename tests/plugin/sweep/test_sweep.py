@@ -17,12 +17,12 @@ from cnmtune.plugin.sweep.evaluate import (
     main_effects,
     pareto_front,
     sweep_trace_set,
-    transfer_times,
 )
 from cnmtune.runtime.sim.traces import load_trace_set, obtain_trace_set
 from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.sim.device import TransferTimes, transfer_times
 from cnmtune.runtime.toolchain import Variant
 
 KERNELS = ("va", "red", "gemv", "bs")
@@ -61,7 +61,8 @@ def test_retime_at_the_recording_config_reproduces_the_cosimulated_kernel_time(n
     assert cycles == [list(launch.cycles) for launch in trace_set.launches]
     cosimulated = run_binary(toolchain.compile(Variant.of(find_kernel(name), "O2")), 2, _small(name), config)
     assert kernel_seconds(cycles, config) == cosimulated.kernel_s == trace_set.kernel_s  # bit for bit
-    assert transfer_times(trace_set, config) == (cosimulated.host_to_dpu_s, cosimulated.dpu_to_host_s)
+    assert transfer_times(trace_set.transfers, config) == TransferTimes(
+        cosimulated.host_to_dpu_s, cosimulated.inter_dpu_s, cosimulated.dpu_to_host_s)
 
 
 @pytest.mark.parametrize("name", ["va", "bs"])
@@ -110,7 +111,7 @@ def test_main_effects_and_pareto_on_a_known_table():
     base = DpuConfig()
     points = design_points(base, {"frequency_mhz": (100, 200), "revolver": (8, 11)})
     # kernel time = 1000 / f + revolver / 100: frequency's effect (5 - 2.5) beats revolver's (0.03)
-    results = [PointResult(p, 1000 / dict(p.values)["frequency_mhz"] + dict(p.values)["revolver"] / 100, 0, 0,
+    results = [PointResult(p, 1000 / dict(p.values)["frequency_mhz"] + dict(p.values)["revolver"] / 100, 0, 0, 0,
                            "retimed", cost=dict(p.values)["frequency_mhz"]) for p in points]
     effects = main_effects(results)
     assert [e["param"] for e in effects] == ["frequency_mhz", "revolver"]

@@ -8,7 +8,7 @@ import pytest
 from cnmtune.errors import DeviceError
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
 from cnmtune.runtime.sim.config import DpuConfig
-from cnmtune.runtime.sim.device import SimDevice, Transfer, transfer_seconds
+from cnmtune.runtime.sim.device import SimDevice, Transfer, TransferTimes, transfer_seconds, transfer_times
 from cnmtune.runtime.toolchain import Variant
 
 SERVICES = r"""
@@ -176,3 +176,22 @@ def test_contended_mutex_and_heap_lock_lose_no_update(toolchain, make_kernel):
         device.launch()
         assert u32(device.copy_from(0, "counter", 4)) == [1600]
         assert u32(device.copy_from(0, "distinct", 4)) == [16]  # no two tasklets got the same block
+
+
+def test_transfers_inside_inter_dpu_are_their_own_step(services_elf):
+    device = SimDevice(2)
+    device.load(services_elf)
+    device.push_to("launches", [np.zeros(1, np.uint32)] * 2)
+    device.launch()
+    with device.inter_dpu():
+        device.push_from("launches", 4)
+        device.copy_to(1, "launches", np.zeros(1, np.uint32))
+    device.launch()
+    device.copy_from(0, "counter", 4)
+    assert [t.inter_dpu for t in device.transfers] == [False, True, True, False]
+    times = device.times
+    split = transfer_times(device.transfers, device.config)
+    assert split == TransferTimes(times.host_to_dpu_s, times.inter_dpu_s, times.dpu_to_host_s)
+    assert split.inter_dpu_s == pytest.approx(sum(transfer_seconds(t, device.config) for t in device.transfers[1:3]))
+    assert (times.host_to_dpu_bytes, times.inter_dpu_bytes, times.dpu_to_host_bytes) == (8, 12, 4)
+    assert not device._in_inter_dpu  # the step ends with the block
