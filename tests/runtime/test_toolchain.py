@@ -120,7 +120,64 @@ def test_wram_overflow_from_globals(toolchain, make_kernel):
 def test_wram_overflow_from_stacks(toolchain, make_kernel):
     kernel = make_kernel(SMALL_KERNEL)
     with pytest.raises(WramOverflow, match="stacks 98304"):
-        toolchain.compile(Variant.of(kernel, "O0", 24, stack_size=4096))
+        toolchain.compile(Variant.of(kernel, "O0", 24, {"STACK_SIZE_DEFAULT": 4096}))
+
+
+DEEP_STACK = """
+#include <defs.h>
+#include <stdint.h>
+__host uint32_t out[NR_TASKLETS];
+int main(void) {
+    volatile uint32_t buf[512];  /* 2 KiB of stack: more than the default 1 KiB */
+    uint32_t sum = 0;
+    for (int i = 0; i < 512; i++) buf[i] = i + me();
+    for (int i = 0; i < 512; i++) sum += buf[i];
+    out[me()] = sum;
+    return 0;
+}
+"""
+
+DEEP_WORKLOAD = """
+import numpy as np
+from cnmtune.runtime.workload import Workload
+
+class Deep(Workload):
+    name = "deep"
+    nr_tasklets = 4
+    sizes = {"small": 1}
+
+    def inputs(self):
+        return {}
+
+    def reference(self, inputs):
+        return {"out": np.array([sum(range(512)) + 512 * t for t in range(self.tasklets)], np.uint32)}
+
+    def execute(self, device, inputs):
+        device.launch()
+        return {"out": np.frombuffer(device.push_from("out", 4 * self.tasklets)[0], np.uint32)}
+"""
+
+
+def test_stack_size_define_reaches_the_link(toolchain, make_kernel):
+    """-D STACK_SIZE_DEFAULT sizes the linked stacks (what `cnmtune run/compile -D` pass), so a
+    kernel needing 2 KiB of stack overflows the default 1 KiB and runs with 4 KiB."""
+    from cnmtune.costmodel import extract_features
+    from cnmtune.errors import SimFault
+    from cnmtune.runtime.target import SimTarget
+
+    kernel = make_kernel(DEEP_STACK, workload=DEEP_WORKLOAD)
+    variant = Variant.of(kernel, "O2", 4, {"STACK_SIZE_DEFAULT": 4096})
+    assert (variant.stack_size, variant.defines) == (4096, ())
+    assert "-DSTACK_SIZE_DEFAULT=4096" in variant.define_flags()
+    assert variant.label == "deep[O2, 4 tasklets, STACK_SIZE_DEFAULT=4096]"
+    binary = toolchain.compile(variant)
+    assert binary.memory.wram_stack_bytes == 4 * 4096
+    assert extract_features(binary.elf_path).footprint.stack_size == 4096
+    assert SimTarget().run(variant, 1, 1).verified
+    with pytest.raises(SimFault, match="stack overflow"):
+        SimTarget().run(Variant.of(kernel, "O2", 4), 1, 1)
+    with pytest.raises(KernelError, match="STACK_SIZE_DEFAULT=100: the stack size must be a positive multiple of 8"):
+        Variant.of(kernel, "O2", 4, {"STACK_SIZE_DEFAULT": 100})
 
 
 def test_bad_tasklets_and_defines_are_refused(va):

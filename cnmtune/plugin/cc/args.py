@@ -305,25 +305,3 @@ def _add_input(inv: Invocation, arg: str) -> None:
     if not Path(arg).is_file():
         raise UsageError(f"no such file or directory: '{arg}'")
     inv.inputs.append(Input(arg, kind))
-
-
-def tasklet_config(inv: Invocation) -> tuple[int, int]:
-    """NR_TASKLETS and STACK_SIZE_DEFAULT from the -D flags (1 and 1024 when absent)."""
-    from cnmtune.dpu.memory_map import DEFAULT_STACK_SIZE, MAX_TASKLETS
-
-    def number(name: str, default: int) -> int:
-        text = inv.defines.get(name)
-        if text is None:
-            return default
-        try:
-            return int(text, 0)
-        except ValueError:
-            raise UsageError(f"-D{name}={text}: {name} must be an integer") from None
-
-    tasklets = number("NR_TASKLETS", 1)
-    if not 1 <= tasklets <= MAX_TASKLETS:
-        raise UsageError(f"-DNR_TASKLETS={tasklets}: a DPU runs 1..{MAX_TASKLETS} tasklets")
-    stack = number("STACK_SIZE_DEFAULT", DEFAULT_STACK_SIZE)
-    if stack <= 0 or stack % 8:
-        raise UsageError(f"-DSTACK_SIZE_DEFAULT={stack}: the stack size must be a positive multiple of 8")
-    return tasklets, stack

@@ -30,8 +30,7 @@ import tempfile
 from pathlib import Path
 
 from cnmtune.errors import CnmtuneError, CompileError
-from cnmtune.plugin.cc.args import PROG, TOOLCHAINS, USAGE, BuildFailed, Input, Invocation, UsageError, parse_args, \
-    tasklet_config
+from cnmtune.plugin.cc.args import PROG, TOOLCHAINS, USAGE, BuildFailed, Input, Invocation, UsageError, parse_args
 from cnmtune.plugin.cc.drivers import ProxyDriver, UpmemDriver, publish_file
 
 
@@ -93,7 +92,9 @@ def build(inv: Invocation) -> None:
             print(_version(kind), file=sys.stderr)
             return
         raise UsageError("no input files")
-    tasklet_config(inv)  # a bad NR_TASKLETS or STACK_SIZE_DEFAULT is a usage error before any work
+    from cnmtune.runtime.toolchain.base import tasklet_config
+
+    tasklet_config(inv.defines)  # a bad NR_TASKLETS or STACK_SIZE_DEFAULT is an error before any work
     driver = UpmemDriver(inv) if kind == "upmem" else ProxyDriver(inv)
     if inv.mode == "preprocess":
         if len(inv.sources) != 1:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cnmtune.atomic import atomic_write
 from cnmtune.errors import CnmtuneError, ToolchainMissing
-from cnmtune.plugin.cc.args import PROG, BuildFailed, Invocation, tasklet_config
+from cnmtune.plugin.cc.args import PROG, BuildFailed, Invocation
 from cnmtune.plugin.cc.pipeline import choose_pipeline
 
 
@@ -103,9 +103,10 @@ class ProxyDriver:
 
     def link(self, objects: list[Path], output: Path) -> None:
         """Link objects with cnmtune's DPU runtime; the program must fit IRAM and WRAM."""
+        from cnmtune.runtime.toolchain.base import tasklet_config
         from cnmtune.runtime.toolchain.layout import check_capacity, read_memory_use
 
-        tasklets, stack = tasklet_config(self.inv)
+        tasklets, stack = tasklet_config(self.inv.defines)
         with tempfile.TemporaryDirectory(prefix="cnmtune-cc-ld-") as tmp:
             out = Path(tmp) / "out.elf"
             self._run(self.toolchain.link_args(objects, out, tasklets, stack, self.inv.ld_args))
@@ -192,7 +193,9 @@ class UpmemDriver:
 
     def link(self, objects: list[Path], output: Path) -> None:
         """The SDK link of generated objects, with the tasklet defines."""
-        tasklets, stack = tasklet_config(self.inv)
+        from cnmtune.runtime.toolchain.base import tasklet_config
+
+        tasklets, stack = tasklet_config(self.inv.defines)
         with tempfile.TemporaryDirectory(prefix="cnmtune-cc-upmem-ld-") as tmp:
             out = Path(tmp) / "out.elf"
             self._check(self.toolchain.link_args(objects, out, tasklets, stack, self.inv.link_flags))

@@ -90,6 +90,22 @@ def test_one_step_build_without_an_o_level_defaults_to_o2(run_cc, tmp_path, va_o
     assert _sha(tmp_path / "va.elf") == va_o2.elf_hash
 
 
+def test_stack_size_define_builds_what_the_toolchain_builds(run_cc, tmp_path, toolchain, va):
+    """-DSTACK_SIZE_DEFAULT=4096 gives the same ELF through cnmtune-cc and through a Variant (what
+    `cnmtune compile/run -D` build), with 4 KiB stacks in its features, and it runs verified."""
+    from cnmtune.costmodel import extract_features
+    from cnmtune.runtime.execute import run_binary
+
+    flags = ["-DNR_TASKLETS=4", "-DSTACK_SIZE_DEFAULT=4096"]
+    built = run_cc(*flags, *CFLAGS[1:], "-O2", SOURCE, "-o", "va.elf")
+    assert built.returncode == 0, built.stderr
+    elf = tmp_path / "va.elf"
+    binary = toolchain.compile(Variant.of(va, "O2", 4, {"STACK_SIZE_DEFAULT": 4096}))
+    assert _sha(elf) == binary.elf_hash
+    assert extract_features(elf).footprint.stack_size == 4096 and read_memory_use(elf).wram_stack_bytes == 4 * 4096
+    assert run_binary(binary, 2, 4096).verified
+
+
 def test_tuned_pipeline_from_the_cache(run_cc, tmp_path, cache_dir, toolchain, va):
     _record(cache_dir, PIPELINE)
     tuned = run_cc(*CFLAGS, "-O2", "-c", SOURCE, "-o", "tuned.o")
