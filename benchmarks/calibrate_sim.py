@@ -39,8 +39,10 @@ def errors(runs, config) -> dict:
         transfers = [calibration.predicted_transfer_ms(r, config) for r in chosen]
         out["kernel"][bench] = calibration.mape([(calibration.predicted_kernel_ms(r, config), r.row.kernel_ms)
                                                  for r in chosen])
-        out["cpu_to_dpu"][bench] = calibration.mape([(t[0], r.row.cpu_to_dpu_ms) for t, r in zip(transfers, chosen)])
-        out["dpu_to_cpu"][bench] = calibration.mape([(t[1], r.row.dpu_to_cpu_ms) for t, r in zip(transfers, chosen)])
+        for k, column in enumerate(("cpu_to_dpu", "dpu_to_cpu")):
+            pairs = [(t[k], getattr(r.row, column + "_ms")) for t, r in zip(transfers, chosen)
+                     if calibration.comparable(r.row.benchmark, column + "_ms")]
+            out[column][bench] = calibration.mape(pairs) if pairs else None
     return out
 
 

@@ -64,12 +64,16 @@ def simulate(rows, config, console, fitted: bool) -> list[dict]:
 
 
 def summarise(records: list[dict]) -> dict:
-    """MAPE per benchmark and overall for the kernel and both transfer directions."""
+    """MAPE per benchmark and overall for the kernel and both transfer directions (comparable cells
+    only: calibration.INCOMPARABLE; None where a benchmark has none)."""
     out = {}
     for key in ("kernel_ms", "cpu_to_dpu_ms", "dpu_to_cpu_ms"):
         groups = sorted({r["benchmark"] for r in records}) + ["all"]
-        out[key] = {g: calibration.mape([(r[key], r[key + "_real"]) for r in records if g in ("all", r["benchmark"])])
-                    for g in groups}
+        out[key] = {}
+        for g in groups:
+            pairs = [(r[key], r[key + "_real"]) for r in records
+                     if g in ("all", r["benchmark"]) and calibration.comparable(r["benchmark"], key)]
+            out[key][g] = calibration.mape(pairs) if pairs else None
     return out
 
 
@@ -84,8 +88,9 @@ def plot(records: list[dict], summary: dict, path: Path) -> None:
                               ("DPU kernel time", "CPU->DPU transfers", "DPU->CPU transfers")):
         for bench in sorted({r["benchmark"] for r in records}):
             chosen = [r for r in records if r["benchmark"] == bench]
+            error = summary[key][bench]
             ax.scatter([r[key + "_real"] for r in chosen], [r[key] for r in chosen], s=18,
-                       label=f"{bench} ({summary[key][bench]:.1f} %)")
+                       label=f"{bench} ({'not comparable' if error is None else f'{error:.1f} %'})")
         low = min(min(r[key], r[key + "_real"]) for r in records)
         high = max(max(r[key], r[key + "_real"]) for r in records)
         ax.plot([low, high], [low, high], color="grey", lw=0.8)
@@ -118,9 +123,11 @@ def main() -> None:
     for bench in summary["kernel_ms"]:
         chosen = [r for r in records if bench in ("all", r["benchmark"])]
         fitted = "" if bench == "all" else ("yes" if chosen[0]["fitted"] else "no")
-        table.add_row(bench, fitted, str(len(chosen)), *(f"{summary[k][bench]:.1f}" for k in (
-            "kernel_ms", "cpu_to_dpu_ms", "dpu_to_cpu_ms")))
+        table.add_row(bench, fitted, str(len(chosen)), *("-" if summary[k][bench] is None else f"{summary[k][bench]:.1f}"
+                                                         for k in ("kernel_ms", "cpu_to_dpu_ms", "dpu_to_cpu_ms")))
     console.print(table)
+    for (bench, column), why in calibration.INCOMPARABLE.items():
+        console.print(f"- {bench} {column} left out ('-'): {why}", highlight=False)
     worst = max((v, b) for b, v in summary["kernel_ms"].items() if b != "all")
     transfers = max(summary["cpu_to_dpu_ms"]["all"], summary["dpu_to_cpu_ms"]["all"])
     console.print(f"worst workload kernel-time MAPE {worst[0]:.1f} % ({worst[1]}; target <= {KERNEL_TARGET:g} % "

@@ -2,18 +2,18 @@
 
 Data: upmem_hw_prim_times.csv (sha256 cf7fe1716e773bfd), 2026-11-25.
 kernel_ms MAPE: 13.4 % at the start of the search, 13.4 % fitted.
-Transfer MAPE (CPU->DPU / DPU->CPU): 35.3 % / 49.9 %.
+Transfer MAPE (CPU->DPU / DPU->CPU): 34.9 % / 21.0 %.
 """
 
 FIELDS: dict[str, float] = {
     'dma_engine_overhead': 42.57247250441636,
     'launch_overhead_s': 0.00018359213500126185,
-    'host_to_dpu_Bps': 567695423.3901734,
-    'chip_to_dpu_Bps': 1673943320.29225,
-    'rank_to_dpu_Bps': 9133022449.835962,
-    'dpu_to_host_Bps': 1993850872.3700192,
-    'chip_to_host_Bps': 1980978318.529148,
-    'rank_to_host_Bps': 1525893709.6809747,
-    'transfer_latency_s': 0.00012771741751324908,
-    'transfer_per_dpu_s': 5.024998740641487e-07,
+    'host_to_dpu_Bps': 566977442.796428,
+    'chip_to_dpu_Bps': 1669989058.9539747,
+    'rank_to_dpu_Bps': 8283278575.346346,
+    'dpu_to_host_Bps': 109340988.81984472,
+    'chip_to_host_Bps': 366852028.2170776,
+    'rank_to_host_Bps': 1508717631.0903447,
+    'transfer_latency_s': 0.00013182060280965595,
+    'transfer_per_dpu_s': 6.514247378405092e-08,
 }
