@@ -239,13 +239,13 @@ class Store:
         except sqlite3.DatabaseError as exc:
             if self._conn is not None:
                 self._conn.close()
-            raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+            raise StoreError(f"cannot open store {self.path}: {_why(self.path, exc)}") from exc
         try:
             self._migrate()
         except BaseException as exc:
             self._conn.close()
             if isinstance(exc, sqlite3.DatabaseError):
-                raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+                raise StoreError(f"cannot open store {self.path}: {_why(self.path, exc)}") from exc
             raise
 
     def _enable_wal(self, timeout: float) -> None:
@@ -270,8 +270,10 @@ class Store:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         self.close()
+        if isinstance(exc, sqlite3.DatabaseError):  # a page read or written inside the block
+            raise StoreError(f"{self.path}: {_why(self.path, exc)}") from exc
 
     @property
     def version(self) -> int:
@@ -527,6 +529,20 @@ class Store:
             raise StoreError(f"unknown table {table!r}; valid: training, compiles, runs")
         return header, [tuple(getattr(r, h).value if isinstance(getattr(r, h), Status)
                               else getattr(r, h) for h in header) for r in recs]
+
+
+def _why(path: Path, exc: sqlite3.DatabaseError) -> str:
+    """Why SQLite refused the store at `path`, in words: permissions, a busy or corrupt file."""
+    if not path.parent.is_dir():
+        return f"no directory {path.parent} to hold it"
+    if path.is_dir():
+        return "a directory, not a store file"
+    writable = os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+    if isinstance(exc, sqlite3.OperationalError) and not writable:  # WAL writes files beside the store
+        return f"no permission to write in {path.parent}, where SQLite keeps the store and its WAL files ({exc})"
+    if isinstance(exc, sqlite3.OperationalError):  # e.g. locked past the timeout, a disk I/O error
+        return str(exc)
+    return f"not a readable cnmtune store ({exc})"
 
 
 def _compile(row: tuple) -> CompileRecord:

@@ -61,5 +61,17 @@ def find_kernel(name_or_path: str | Path) -> Kernel:
     for kernel in list_kernels():
         if kernel.name.lower() == wanted:
             return kernel
+    if path.exists():
+        raise KernelError(f"{name_or_path} is not a directory: a kernel directory (dpu/*.c and workload.py) "
+                          "was expected")
     names = ", ".join(sorted(k.name for k in list_kernels()))
     raise KernelError(f"no kernel named or at {name_or_path!r}; registered kernels: {names}")
+
+
+def find_runnable_kernel(name_or_path: str | Path) -> Kernel:
+    """A kernel found as `find_kernel` finds it that can also run: it has a workload.py (host side, sizes)."""
+    kernel = find_kernel(name_or_path)
+    if not (kernel.root / "workload.py").is_file():
+        raise KernelError(f"{name_or_path} is not a kernel directory (no workload.py): no host side to run, "
+                          "no sizes")
+    return kernel

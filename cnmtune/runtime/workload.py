@@ -9,7 +9,8 @@ instance describes one run: size, DPUs, tasklets and the variant's defines.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+import functools
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 import numpy as np
 
@@ -43,6 +44,11 @@ class Workload:
     # what `size` counts (PrIM's strong-scaling problem size) and the other run parameters
     size_unit: ClassVar[str] = "elements, total over all DPUs"
     params: ClassVar[dict[str, object]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "inputs" in vars(cls):  # every workload's inputs, whichever caller asks for them
+            cls.inputs = _allocating(cls.inputs)
 
     def __init__(self, size: int, nr_dpus: int, nr_tasklets: int,
                  defines: dict[str, DefineValue] | None = None, seed: int = 0, **params):
@@ -146,6 +152,18 @@ class Workload:
                 raise VerificationError(
                     f"{self.name}: {int(bad.sum())} of {want.size} elements of {key!r} differ; first at "
                     f"index {first}: got {got.ravel()[first]!r}, expected {want.ravel()[first]!r}")
+
+
+def _allocating(inputs: Callable[[Workload], Arrays]) -> Callable[[Workload], Arrays]:
+    """`inputs` with a size whose arrays cannot be made (numpy: MemoryError, or ValueError for a
+    shape past its limits) reported as one KernelError naming the size."""
+    @functools.wraps(inputs)
+    def allocating(self: Workload) -> Arrays:
+        try:
+            return inputs(self)
+        except (MemoryError, ValueError) as exc:
+            raise KernelError(f"{self.name}: cannot make the inputs of size {self.size:,} ({exc})") from exc
+    return allocating
 
 
 def parse_report(log: str, tag: str) -> list[dict[str, int]]:

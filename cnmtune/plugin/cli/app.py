@@ -1,11 +1,17 @@
-"""The `cnmtune` command line: one typer app, every command group registered from its module."""
+"""The `cnmtune` command line: one typer app, every command group registered from its module.
+
+`main` is the one error handler of every command: whatever stops a command ends in one line on
+stderr (and ``{"error": line}`` on stdout when the command line asks for --json) and a non-zero
+exit code; ``-v`` adds the traceback for bug reports.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
+import traceback
 
 import typer
-from rich.markup import escape
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.extras import missing_extra
@@ -14,7 +20,7 @@ from cnmtune.plugin.cli.catalog import kernels_command, passes_command
 from cnmtune.plugin.cli.dataset import dataset_app
 from cnmtune.plugin.cli.model import model_app
 from cnmtune.plugin.cli.offload import offload_command
-from cnmtune.plugin.cli.output import err_console
+from cnmtune.plugin.cli.output import console, print_error, set_verbosity, verbosity
 from cnmtune.plugin.cli.run import run_command
 from cnmtune.plugin.cli.sweep import sweep_command
 from cnmtune.plugin.cli.tune import tune_command
@@ -33,20 +39,78 @@ for name, command in (("tune", tune_command), ("sweep", sweep_command), ("offloa
     app.command(name)(command)
 
 
-def main() -> None:
-    """Console-script entry: user errors, and a missing optional extra, become one line on stderr
-    and the error's exit code (2)."""
+def package_version() -> str:
+    """The installed cnmtune's version (cnmtune.__version__ when run from a tree without metadata)."""
     try:
-        app()
-    except CnmtuneError as exc:
-        _fail(exc)
-    except ModuleNotFoundError as exc:
-        error = missing_extra(exc)
-        if error is None:
-            raise
-        _fail(error)
+        return importlib.metadata.version("cnmtune")
+    except importlib.metadata.PackageNotFoundError:
+        from cnmtune import __version__
+
+        return __version__
 
 
-def _fail(error: CnmtuneError) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
-    sys.exit(error.exit_code)
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"cnmtune {package_version()}", highlight=False, markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def global_options(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="with an error, also print its traceback"),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="no progress bars or notes; results and errors still print"),
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="print the version and exit"),
+) -> None:
+    """Options of every command: verbosity and the version."""
+    set_verbosity(verbose, quiet)
+
+
+def main() -> None:
+    """Console-script entry: run the app; any error becomes one line and a non-zero exit code."""
+    args = sys.argv[1:]
+    try:
+        code = app(args=args, standalone_mode=False)
+    except Exception as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # typer printed the help already
+            sys.exit(exc.exit_code)
+        line, exit_code = _error_line(exc)
+        if verbosity.verbose:
+            traceback.print_exception(exc)
+        print_error(line, _wants_json(args))
+        sys.exit(exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _error_line(exc: Exception) -> tuple[str, int]:
+    """The one line and the exit code of an error that stopped a command."""
+    if isinstance(exc, typer.TyperException):  # a usage error: unknown option, bad value, ...
+        return _usage_line(exc), exc.exit_code
+    if isinstance(exc, typer.Abort):
+        return "aborted", 1
+    if isinstance(exc, ModuleNotFoundError):
+        exc = missing_extra(exc) or exc
+    if isinstance(exc, CnmtuneError):
+        return str(exc), exc.exit_code
+    return f"unexpected {type(exc).__name__}: {exc} (a cnmtune bug; rerun with -v for the traceback)", 1
+
+
+def _usage_line(exc: typer.TyperException) -> str:
+    """A usage error in one line: the option, what it expects and what it got, where help is."""
+    message = exc.format_message()
+    cause = exc.__cause__
+    if isinstance(exc, typer.BadParameter) and type(cause).__name__ == "ValidationError":
+        # typer converts values with pydantic, whose error keeps the text the user gave
+        param, first = exc.param, cause.errors()[0]
+        name = max(param.opts, key=len) if param.param_type_name == "option" else param.human_readable_name
+        expected = first["msg"].split(",")[0].replace("Input should be", "expected")
+        message = f"{name}: {expected}, got {first['input']!r}"
+    ctx = getattr(exc, "ctx", None)
+    message = message.rstrip(".")
+    return f"{message} (see '{ctx.command_path} --help')" if ctx is not None else message
+
+
+def _wants_json(args: list[str]) -> bool:
+    """True when the command line asks for JSON (--json is a flag of every command that has it)."""
+    return "--json" in (args[:args.index("--")] if "--" in args else args)

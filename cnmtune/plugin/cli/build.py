@@ -14,7 +14,7 @@ from cnmtune.atomic import atomic_write
 from cnmtune.errors import CnmtuneError
 from cnmtune.passes import Pipeline, random_pipeline
 from cnmtune.plugin.cli.options import parse_defines
-from cnmtune.plugin.cli.output import console, emit_json
+from cnmtune.plugin.cli.output import console, emit_json, note
 from cnmtune.plugin.compare import SUMMARY_ROWS, comparison_record, comparison_table, compile_all, plot_histograms
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
@@ -151,4 +151,4 @@ def compare_command(
                       f"{'cached' if item.binary.cached else 'compiled'} in {item.binary.seconds * 1000:.0f} ms",
                       highlight=False, markup=False)
     for path in (p for p in (plot, json_out) if p):
-        console.print(f"wrote {path}", highlight=False, markup=False)
+        note(f"wrote {path}")

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from cnmtune.plugin.dataset.generate import DatasetSpec, GenerationReport, generate
 from cnmtune.plugin.cli.options import int_list, size_value
-from cnmtune.plugin.cli.output import console, emit_json, err_console
+from cnmtune.plugin.cli.output import console, emit_json, err_console, note, warn
 from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import expand_kernels
 from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET
@@ -90,7 +90,7 @@ def _print_report(report: GenerationReport) -> None:
         table.add_row(label, value)
     console.print(table)
     for failure in report.task_failures:
-        err_console.print(f"task failed: {failure}", highlight=False, markup=False)
+        warn(f"task failed: {failure}")
 
 
 def _by_rule(reasons: dict[str, int]) -> dict[str, int]:
@@ -168,7 +168,7 @@ def export_command(
         metadata.update({"cnmtune.feature_schema": schema.version, "cnmtune.feature_schema_hash": schema.hash})
     with Store(db) as store:
         path = store.export(output, table, schema.hash if with_features else None, metadata)
-    console.print(f"wrote {path}", highlight=False, markup=False)
+    note(f"wrote {path}")
 
 
 def _require(db: Path) -> None:

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, TRAIN_DEFAULTS
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.cli.output import console, emit_json, err_console
+from cnmtune.plugin.cli.output import console, emit_json, err_console, note
 
 model_app = typer.Typer(help="Train, fine-tune and evaluate the L2P cost model (ONNX).",
                         no_args_is_help=True)
@@ -153,7 +153,7 @@ def train_command(
         f"test split: {len(test_set)} of {len(samples)} samples, best epoch {result.best_epoch + 1} of "
         f"{len(result.train_losses)} ({result.seconds:.1f} s)", report, top_k))
     written = f"{output}, {record['int8_onnx']}" if int8 else str(output)
-    console.print(f"wrote {written} and {checkpoint}", highlight=False, markup=False)
+    note(f"wrote {written} and {checkpoint}")
     if int8:
         console.print(f"int8 on the test split: runtime MAPE {record['int8_metrics']['all']['runtime_mape']:.3f} % "
                       f"(fp32 {report['all']['runtime_mape']:.3f} %)", highlight=False, markup=False)
@@ -223,7 +223,7 @@ def finetune_command(
     console.print(_metrics_table(
         f"{kernel}: fine-tuned on {len(result.tuned_on)} samples, evaluated on {len(result.evaluated_on)}",
         result.metrics, top_k))
-    console.print(f"wrote {output} and {new_checkpoint}", highlight=False, markup=False)
+    note(f"wrote {output} and {new_checkpoint}")
 
 
 @model_app.command("evaluate")
@@ -257,7 +257,7 @@ def evaluate_command(
     console.print(_metrics_table("per configuration (ranking: the pipelines of a kernel at one configuration)",
                                  by_config, top_k, key="DPUs, tasklets"))
     for path in plots:
-        console.print(f"wrote {path}", highlight=False, markup=False)
+        note(f"wrote {path}")
 
 
 def _plots(directory: Path, model: Path, db: Path, samples, prediction, report) -> list[Path]:

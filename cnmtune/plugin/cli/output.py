@@ -1,16 +1,59 @@
-"""Where the command line writes: rich consoles for tables and errors, JSON for machines."""
+"""Where the command line writes: rich consoles for tables and progress, JSON for machines, one
+line per error.
+
+The global flags set the verbosity once for every command: ``-q`` silences `err_console`
+(progress bars, notes) and `note`; errors (`print_error`) and results always print.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 
 from rich.console import Console
+from rich.markup import escape
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console()  # results: tables and lines a user reads
+err_console = Console(stderr=True)  # progress bars and notes on stderr; silent under -q
+_error_console = Console(stderr=True)  # errors and warnings: shown even under -q
+
+
+@dataclass
+class Verbosity:
+    """The global -v / -q flags, set by the top-level command before any subcommand runs."""
+
+    verbose: bool = False
+    quiet: bool = False
+
+
+verbosity = Verbosity()
+
+
+def set_verbosity(verbose: bool, quiet: bool) -> None:
+    """Apply -v (tracebacks with errors) and -q (no progress bars or notes) to every command."""
+    verbosity.verbose, verbosity.quiet = verbose, quiet
+    err_console.quiet = quiet
 
 
 def emit_json(payload: object) -> None:
     """Print `payload` as indented, key-sorted JSON on stdout."""
     sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+
+def note(text: str) -> None:
+    """An informational line on stdout (e.g. 'wrote X'); silent under -q."""
+    if not verbosity.quiet:
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def warn(text: str) -> None:
+    """A line about something that failed but did not stop the command; shown even under -q."""
+    _error_console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def print_error(line: str, as_json: bool) -> None:
+    """An error as one line on stderr, and as {"error": line} on stdout for a --json command."""
+    _error_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    if as_json:
+        emit_json({"error": line})

@@ -11,7 +11,7 @@ from rich.table import Table
 from cnmtune.passes import Pipeline
 from cnmtune.plugin.cli.options import kernel_size, parse_defines
 from cnmtune.plugin.cli.output import console, emit_json
-from cnmtune.runtime.registry import find_kernel
+from cnmtune.runtime.registry import find_runnable_kernel
 from cnmtune.runtime.toolchain import Variant
 
 
@@ -33,7 +33,7 @@ def run_command(
     from cnmtune.runtime.target import make_target
 
     target = make_target(device, sdk_dir=sdk_dir)
-    kernel = find_kernel(kernel_dir)
+    kernel = find_runnable_kernel(kernel_dir)
     params = dict(kernel.workload.parse_param(p) for p in param)
     variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, parse_defines(define))
     result = target.run(variant, dpus, kernel_size(kernel, size), seed=seed, params=params)
