@@ -9,9 +9,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.cli.options import int_list, size_value
 from cnmtune.plugin.cli.output import console, emit_json, err_console
 from cnmtune.plugin.tune import Candidate, TuneReport, TuneSpec, tune
+from cnmtune.plugin.tune.space import DEFAULT_PIPELINE
 from cnmtune.runtime.executor import make_executor
 from cnmtune.store import Store
 
@@ -39,7 +41,11 @@ def tune_command(
     save: bool = typer.Option(True, "--save/--no-save",
                               help="record the choice in the tuning cache, for cnmtune-cc (default: save)"),
 ) -> None:
-    """Tune a kernel: compile pipelines x configs, score all statically, run the top-k, pick the best."""
+    """Tune a kernel: compile pipelines x configs, score all statically, run the top-k, pick the best
+    (never slower than the default build). Exits non-zero when no candidate verified."""
+    for option, value in (("--pipelines", pipelines), ("--top-k", top_k), ("--workers", workers)):
+        if value is not None and value < 1:
+            raise CnmtuneError(f"{option} must be >= 1, got {value}")
     spec = TuneSpec(kernel=kernel, size=size_value(size), pipelines=pipelines, seed=seed,
                     dpus=int_list(dpus, "dpus"), tasklets=int_list(tasklets, "tasklets"), top_k=top_k,
                     model=str(model) if model else None,
@@ -63,10 +69,14 @@ def tune_command(
             store.close()
     if save:
         _save(spec, report)
-    if as_json:
-        emit_json(report.to_dict())
-    else:
+    failed = report.chosen is None
+    if not as_json:
         _print(report)
+    elif not failed:  # a failed tune's JSON is its error line alone: one document on stdout
+        emit_json(report.to_dict())
+    if failed:
+        raise CnmtuneError(f"{report.kernel}: no candidate verified; the first failure: "
+                           f"{report.first_failure or 'none ran (time budget spent)'}")
 
 
 def _save(spec: TuneSpec, report: TuneReport) -> None:
@@ -82,7 +92,10 @@ def _save(spec: TuneSpec, report: TuneReport) -> None:
     recorded = record_tune(cache, find_kernel(spec.kernel), spec, report, ProxyToolchain().identity)
     by_tasklets = {entry.tasklets: entry.pipeline for _, entry in recorded}
     shown = "; ".join(f"{t} tasklets: {pipeline}" for t, pipeline in sorted(by_tasklets.items()))
-    err_console.print(f"tuning cache {cache.path}: recorded {shown}", highlight=False, markup=False, soft_wrap=True)
+    # the default build is recorded too: a later cnmtune-cc build applies it instead of tuning again
+    fastest = "the default build was fastest; " if report.chosen_is_default else ""
+    err_console.print(f"tuning cache {cache.path}: {fastest}recorded {shown}", highlight=False, markup=False,
+                      soft_wrap=True)
 
 
 def _ms(seconds: float | None) -> str:
@@ -102,11 +115,16 @@ def _print(report: TuneReport) -> None:
                       _ms(c.measured_s), vs, c.status)
     console.print(table)
     summary = Table(show_header=False, title="result")
-    if report.chosen:
+    default = report.default
+    if report.chosen_is_default:
+        summary.add_row("chosen", "the default build: nothing measured ran faster")
+    elif report.chosen:
         summary.add_row("chosen (*)", f"{report.chosen.pipeline} on {report.chosen.dpus} DPUs x "
                                       f"{report.chosen.tasklets} tasklets: {_ms(report.chosen.measured_s)} ms")
-    if report.default:
-        summary.add_row("default (O2, 16 tasklets)", f"{report.default.dpus} DPUs: {_ms(report.default.measured_s)} ms")
+    if default:
+        summary.add_row(f"default ({DEFAULT_PIPELINE}, {default.tasklets} tasklets)",
+                        f"{default.dpus} DPUs: {_ms(default.measured_s)} ms"
+                        + ("" if default.status == "verified" else f" ({default.status.splitlines()[0]})"))
     if report.speedup_vs_default:
         summary.add_row("speedup over the default", f"{report.speedup_vs_default:.2f}x")
     if report.finetune:

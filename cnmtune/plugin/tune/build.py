@@ -10,19 +10,21 @@ from dataclasses import dataclass
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.jobs import CompileJob, CompileResult, compile_job
 from cnmtune.plugin.tune.report import Candidate
-from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, DEFAULT_TASKLETS, Space
+from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, Space
 from cnmtune.runtime.executor import Executor
 from cnmtune.runtime.kernel import Kernel
 
 
 @dataclass(frozen=True)
 class Built:
-    """The usable binaries in space order (pipeline, then tasklets), failures and where time went."""
+    """The usable binaries in space order (pipeline, then tasklets), failures (and the first
+    one's error) and where time went."""
 
     results: tuple[CompileResult, ...]
     failures: int
     compile_s: float
     features_s: float
+    first_failure: str = ""
 
 
 def build(kernel: Kernel, space: Space, executor: Executor, progress: Callable[[str, int, int], None],
@@ -43,7 +45,15 @@ def build(kernel: Kernel, space: Space, executor: Executor, progress: Callable[[
     # features are read on the workers: their share of the wall time, at most all of it
     features = min(sum(r.feature_seconds for r in results) / max(1, executor.workers), wall)
     usable = tuple(r for r in results if r.record.ok)
-    return Built(usable, len(results) - len(usable), wall - features, features)
+    failed = next((r.record.error for r in results if not r.record.ok), "")
+    return Built(usable, len(results) - len(usable), wall - features, features, first_error(failed))
+
+
+def first_error(error: str) -> str:
+    """A failure in one line: its first line, with the compiler's first 'file:line: error:' line."""
+    head, *rest = error.splitlines() or [""]
+    found = next((line.strip() for line in rest if "error:" in line), None)
+    return f"{head}: {found}" if found else head
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,8 @@ def candidates_of(kernel: Kernel, built: Built, space: Space) -> Candidates:
             by_binary[key] = Candidate([rec.pipeline], rec.tasklets, dpus, rec.elf_hash)
             features.append(result.features)
     if not by_binary:
-        raise CnmtuneError(f"{kernel.name}: no pipeline compiled; nothing to tune")
+        raise CnmtuneError(f"{kernel.name}: no pipeline compiled ({built.failures} compiles failed); "
+                           f"the first: {built.first_failure}")
     default_elf = next((r.record.elf_hash for r in built.results if r.record.pipeline == DEFAULT_PIPELINE
-                        and r.record.tasklets == DEFAULT_TASKLETS), None)
+                        and r.record.tasklets == space.default_tasklets), None)
     return Candidates(list(by_binary.values()), features, default_elf)

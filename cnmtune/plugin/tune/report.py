@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -19,7 +20,7 @@ class Candidate:
 
     @property
     def pipeline(self) -> str:
-        """The first pipeline (in set order) that produced this binary."""
+        """The first pipeline (in set order; O2 for the default build) that produced this binary."""
         return self.pipelines[0]
 
     def to_dict(self) -> dict:
@@ -48,6 +49,19 @@ class TuneReport:
     finetune: dict | None = None
 
     @property
+    def chosen_is_default(self) -> bool:
+        """Nothing measured beat the default build: it is the choice."""
+        return self.chosen is not None and self.chosen is self.default
+
+    @property
+    def first_failure(self) -> str:
+        """The first run that failed (the default, then the top-k in order), in one line; '' if none."""
+        for c in ([self.default] if self.default else []) + self.top:
+            if c.status not in ("verified", "not run") and not c.status.startswith("skipped"):
+                return f"{c.pipeline} on {c.dpus} DPUs x {c.tasklets} tasklets: {c.status.splitlines()[0]}"
+        return ""
+
+    @property
     def speedup_vs_default(self) -> float | None:
         """Measured default time over the chosen variant's measured time."""
         if not (self.chosen and self.default and self.chosen.measured_s and self.default.measured_s):
@@ -55,12 +69,24 @@ class TuneReport:
         return self.default.measured_s / self.chosen.measured_s
 
     def to_dict(self) -> dict:
-        """JSON-safe form."""
-        return {"kernel": self.kernel, "size": self.size, "variants": self.variants,
+        """JSON-safe form (a NaN or infinite number is None: JSON has no NaN)."""
+        return _finite({"kernel": self.kernel, "size": self.size, "variants": self.variants,
                 "candidates": self.candidates, "compile_failures": self.compile_failures,
                 "executed": self.executed, "reused_measurements": self.reused,
                 "top": [c.to_dict() for c in self.top],
                 "chosen": self.chosen.to_dict() if self.chosen else None,
                 "default": self.default.to_dict() if self.default else None,
+                "chosen_is_default": self.chosen_is_default, "first_failure": self.first_failure or None,
                 "speedup_vs_default": self.speedup_vs_default, "seconds": self.seconds,
-                "finetune": self.finetune, "exhaustive": self.exhaustive}
+                "finetune": self.finetune, "exhaustive": self.exhaustive})
+
+
+def _finite(value):
+    """`value` with every NaN or infinite float, at any depth, replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

@@ -8,9 +8,10 @@ One tune of a kernel at one problem size:
    candidates spread evenly over the predicted-faster half of the ranking are run, the model's
    torch checkpoint (X.pt beside X.onnx) is fine-tuned on their measured times as in L2P's
    transfer (first 6 blocks frozen), and every candidate is scored again;
-3. the k candidates with the lowest predicted kernel time are run on the device (verified), plus
-   the default build (O2, 16 tasklets, the grid's largest DPU count) for reference, in predicted
-   order until the optional execution time budget is spent; the fastest verified run is chosen.
+3. the default build (the workload's own, see space; on the largest DPU count its tasklets run
+   on) is always run, then the k candidates with the lowest predicted kernel time (verified), in
+   predicted order until the optional execution time budget is spent; the fastest verified run is
+   chosen, the default when nothing beats it: a tune never returns a variant slower than the default.
 With a store, every compile, feature vector and run is recorded and a later tune of the same
 kernel re-uses the recorded runs instead of executing again. On a UPMEM target ('upmem-sim',
 'upmem-hw') candidates are still scored from their proxy binaries' features (the model's
@@ -38,7 +39,7 @@ from cnmtune.plugin.tune.measure import InProcessMeasurer, Measurer, PooledMeasu
 from cnmtune.plugin.tune.record import MeasureCallback, RecordInStore
 from cnmtune.plugin.tune.report import Candidate, TuneReport
 from cnmtune.plugin.tune.score import finetune, load_model, score
-from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, DEFAULT_TASKLETS, search_space
+from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, Space, search_space
 from cnmtune.runtime.executor import Executor
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
@@ -97,11 +98,15 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
                                        lambda cs: measurer.measure(cs, None), kernel.name, size, schema, spec.seed)
         seconds["fine-tuning"] = time.perf_counter() - start
     top = sorted(candidates, key=lambda c: c.predicted_s)[: spec.top_k]
-    default = _default(found, max(spec.dpus))
+    default = _default(found, space)
     start = time.perf_counter()
-    measurer.measure(top + ([default] if default and default not in top else []), spec.budget_s)
+    # the default first: it runs even when the time budget is spent before the top-k (runs of
+    # the fine-tuning are not repeated)
+    runs = ([default] if default is not None else []) + [c for c in top if c is not default]
+    measurer.measure([c for c in runs if c.status == "not run"], spec.budget_s)
     seconds["execution"] = time.perf_counter() - start
-    verified = [c for c in top + [c for c in tuned_on if c not in top] if c.measured_s is not None]
+    # the default leads, so that min() keeps it on a tie: only a faster run replaces it
+    verified = [c for c in runs + tuned_on if c.measured_s is not None]
     chosen = min(verified, key=lambda c: c.measured_s) if verified else None
     report = TuneReport(kernel.name, size, sum(len(c.pipelines) for c in candidates), len(candidates), top,
                         chosen, default, seconds, built.failures, finetune=finetuned)
@@ -119,12 +124,14 @@ def _measurer(spec: TuneSpec, kernel: Kernel, size: int, target: Target, executo
     return PooledMeasurer(kernel, size, progress, target, executor, store, callbacks, spec.sim_config, spec.budget)
 
 
-def _default(found: Candidates, dpus: int) -> Candidate | None:
-    """The default build (O2, 16 tasklets) on the grid's largest DPU count."""
-    if found.default_elf is None:
-        return None
-    match = next((c for c in found.candidates if c.elf_hash == found.default_elf and c.dpus == dpus), None)
-    return match or Candidate([DEFAULT_PIPELINE], DEFAULT_TASKLETS, dpus, found.default_elf)
+def _default(found: Candidates, space: Space) -> Candidate | None:
+    """The default build's candidate on the largest DPU count its tasklets run on (None: O2 did
+    not compile at the default tasklet count)."""
+    dpus = max(space.dpus(space.default_tasklets))
+    default = next((c for c in found.candidates if c.elf_hash == found.default_elf and c.dpus == dpus), None)
+    if default is not None:  # named by its own pipeline, not by the first one with the same ELF
+        default.pipelines.sort(key=lambda text: text != DEFAULT_PIPELINE)
+    return default
 
 
 def _exhaustive(measurer: Measurer, candidates: list[Candidate], chosen: Candidate | None,

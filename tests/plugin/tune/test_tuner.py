@@ -49,9 +49,11 @@ def test_top_k_is_run_and_the_best_verified_is_chosen(exhaustive):
     assert len(report.top) == 3
     assert [c.predicted_s for c in report.top] == sorted(c.predicted_s for c in report.top)
     assert all(c.status == "verified" and c.measured_s > 0 for c in report.top)
-    assert report.chosen is min(report.top, key=lambda c: c.measured_s)
+    # the workload's default build (O2 at va's 16 tasklets, in the grid) is always run and never beaten
+    # by a slower choice: the choice is the fastest of the top-k and the default, the default on a tie
     assert "O2" in report.default.pipelines and (report.default.tasklets, report.default.dpus) == (16, 4)
-    assert report.default.measured_s > 0 and report.speedup_vs_default > 0
+    assert report.chosen is min([report.default, *report.top], key=lambda c: c.measured_s)
+    assert report.default.measured_s > 0 and report.speedup_vs_default >= 1
     assert set(report.seconds) == {"compile", "features", "scoring", "execution"}
     # 12 pipelines (O2 among them) x 3 tasklet counts; candidates are distinct (ELF, DPUs) pairs
     assert report.variants >= report.candidates and report.compile_failures == 0
@@ -122,11 +124,15 @@ def test_cli_tune_json(model):
          "--tasklets", "2,4", "--top-k", "2", "--model", str(model), "--json", "--workers", "1"],
         capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
     assert result.returncode == 0, result.stderr
+    assert "NaN" not in result.stdout  # JSON has no NaN: an unknown number is null
     report = json.loads(result.stdout)
     assert len(report["top"]) == 2 and report["chosen"]["status"] == "verified"
-    # the default build (O2, 16 tasklets) is compiled and run for reference even off the grid
-    assert (report["default"]["tasklets"], report["default"]["dpus"]) == (16, 2)
-    assert report["default"]["measured_s"] > 0 and report["speedup_vs_default"] > 0
+    # the grid has no 16 (va's tasklet count): the default build is O2 at the nearest count below, 4,
+    # on the largest DPU count, and nothing slower than it is chosen
+    assert (report["default"]["tasklets"], report["default"]["dpus"]) == (4, 2)
+    assert report["default"]["measured_s"] > 0 and report["speedup_vs_default"] >= 1
+    assert report["chosen"]["measured_s"] <= report["default"]["measured_s"]
+    assert report["chosen_is_default"] == (report["chosen"] == report["default"])
 
 
 def test_tuning_on_upmem_without_an_sdk_says_what_is_missing(tmp_path):
@@ -140,3 +146,92 @@ def test_tuning_on_upmem_without_an_sdk_says_what_is_missing(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "cnmtune", "tune", "va", "--device", "gpu"],
                          capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=120)
     assert bad.returncode == 2 and "unknown device 'gpu'" in bad.stderr
+
+
+def test_the_default_tasklets_are_the_workloads_within_the_grid():
+    from cnmtune.plugin.tune.space import default_tasklets
+
+    assert default_tasklets(16, (1, 4, 16)) == 16
+    assert default_tasklets(16, (2, 4)) == 4  # nearest below
+    assert default_tasklets(12, (8, 16)) == 8
+    assert default_tasklets(4, (8, 16)) == 8  # none below: the smallest
+
+
+def test_report_json_has_no_nan():
+    from cnmtune.plugin.tune import Candidate, TuneReport
+
+    unscored = Candidate(["O2"], 4, 1, "h", measured_s=1e-3, status="verified")  # predicted_s is NaN
+    report = TuneReport("va", 4096, 1, 1, [unscored], unscored, unscored, exhaustive={"mape": float("nan")})
+    data = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    assert data["top"][0]["predicted_s"] is None and data["exhaustive"]["mape"] is None
+    assert data["chosen_is_default"] is True and data["top"][0]["measured_s"] == 1e-3
+
+
+TINY_WORKLOAD = """
+import numpy as np
+from cnmtune.runtime.workload import Workload
+
+class Tiny(Workload):
+    name = "tiny"
+    nr_tasklets = 2
+    sizes = {"small": 8}
+
+    def inputs(self):
+        return {}
+
+    def reference(self, inputs):
+        return {"out": np.array([42], np.uint32)}
+
+    def execute(self, device, inputs):
+        device.launch()
+        return {"out": np.frombuffer(device.push_from("out", 4)[0], np.uint32)}
+"""
+
+
+def _tune_cli(kernel_dir, model, *extra):
+    return subprocess.run(
+        [sys.executable, "-m", "cnmtune", "tune", str(kernel_dir), "--size", "small", "--pipelines", "2",
+         "--dpus", "1", "--tasklets", "2", "--top-k", "1", "--model", str(model), "--workers", "1", "--no-save",
+         *extra], capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
+
+
+@pytest.fixture
+def tiny_kernel(tmp_path):
+    """Write a kernel directory (workload.py + dpu/task.c) from the DPU source."""
+    def make(source: str):
+        (tmp_path / "tiny" / "dpu").mkdir(parents=True)
+        (tmp_path / "tiny" / "workload.py").write_text(TINY_WORKLOAD)
+        (tmp_path / "tiny" / "dpu" / "task.c").write_text(source)
+        return tmp_path / "tiny"
+    return make
+
+
+def test_tune_of_a_kernel_that_does_not_compile_shows_the_compiler_error(tiny_kernel, model):
+    root = tiny_kernel("#include <defs.h>\n#include <stdint.h>\n__host uint32_t out;\n"
+                       "int main(void) { out = 42 return 0; }\n")
+    result = _tune_cli(root, model)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "tiny: no pipeline compiled" in result.stderr
+    assert f"{root}/dpu/task.c:4:26: error: expected ';' after expression" in result.stderr.replace("\n", "")
+
+
+def test_tune_where_no_candidate_verifies_fails_with_the_first_failure(tiny_kernel, model):
+    root = tiny_kernel("#include <barrier.h>\n#include <defs.h>\n#include <stdint.h>\n__host uint32_t out;\n"
+                       "BARRIER_INIT(never, NR_TASKLETS + 1);\n"
+                       "int main(void) { barrier_wait(&never); out = 42; return 0; }\n")
+    result = _tune_cli(root, model, "--json")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    error = " ".join(result.stderr.split())
+    assert "tiny: no candidate verified; the first failure: O2 on 1 DPUs x 2 tasklets:" in error
+    assert "deadlock" in error
+    assert not result.stdout.strip() or json.loads(result.stdout)  # at most one JSON document
+
+
+@pytest.mark.parametrize("option, value", [("--pipelines", "0"), ("--pipelines", "-5"), ("--top-k", "0"),
+                                           ("-j", "0")])
+def test_tune_refuses_counts_below_one(option, value):
+    result = subprocess.run([sys.executable, "-m", "cnmtune", "tune", "va", option, value], capture_output=True,
+                            text=True, env={**os.environ, "COLUMNS": "200"}, timeout=60)
+    name = {"-j": "--workers"}.get(option, option)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and lines[0].endswith(f"{name} must be >= 1, got {value}")
