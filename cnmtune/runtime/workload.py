@@ -10,6 +10,9 @@ instance describes one run: size, DPUs, tasklets and the variant's defines.
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar
 
 import numpy as np
@@ -116,6 +119,15 @@ class Workload:
         """The bare define chosen in a flag group (the group's first member if none is set)."""
         members = self.flag_groups[group]
         return next((m for m in members if m in self.config), members[0])
+
+    @classmethod
+    def summary(cls) -> str:
+        """What the kernel computes, in one line: the first paragraph of its workload.py docstring
+        or, without one, of the Workload class docstring ('' when neither exists)."""
+        module = sys.modules.get(cls.__module__)
+        from_workload_py = Path(getattr(module, "__file__", None) or "").name == "workload.py"
+        doc = (module.__doc__ if from_workload_py else None) or vars(cls).get("__doc__") or ""
+        return " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
 
     @classmethod
     def preset(cls, name: str) -> int:

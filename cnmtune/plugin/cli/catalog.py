@@ -17,7 +17,7 @@ def kernels_command(as_json: bool = typer.Option(False, "--json", help="print JS
         w = kernel.workload
         records.append({
             "name": w.name or kernel.name, "suite": kernel.root.parent.name, "path": str(kernel.root),
-            "summary": (w.__doc__ or "").strip().splitlines()[0] if w.__doc__ else "",
+            "summary": w.summary(),
             "size": {"unit": w.size_unit, "presets": dict(w.sizes)},
             "defines": {k: v for k, v in w.defines.items()},
             "define_choices": {k: list(v) for k, v in w.define_choices.items()},
@@ -28,14 +28,17 @@ def kernels_command(as_json: bool = typer.Option(False, "--json", help="print JS
     if as_json:
         emit_json(records)
         return
-    table = Table(title=f"{len(records)} kernels")
-    for column in ("name", "suite", "size counts", "presets (small/default/large)", "defines", "params"):
-        table.add_column(column)
+    table = Table(title=f"{len(records)} kernels", show_lines=True)
+    # every cell wraps (long words fold) so nothing is cut to an ellipsis at 80 columns
+    for column, ratio in (("kernel", 0), ("summary", 3), ("size: what it counts; presets", 2),
+                          ("defines; parameters", 2)):
+        table.add_column(column, overflow="fold", no_wrap=not ratio, ratio=ratio or None)
     for r in records:
-        presets = "/".join(f"{v:,}" for v in r["size"]["presets"].values())
+        presets = " / ".join(f"{name} {size:,}" for name, size in r["size"]["presets"].items())
         defines = " ".join(k if v is None else f"{k}={v}" for k, v in r["defines"].items())
         params = " ".join(f"{k}={v}" for k, v in r["params"].items())
-        table.add_row(r["name"], r["suite"], r["size"]["unit"], presets, defines, params)
+        table.add_row(f"{r['name']}\n({r['suite']})", r["summary"], f"{r['size']['unit']}; {presets}",
+                      "; ".join(text for text in (defines, params) if text))
     console.print(table)
 
 

@@ -1,0 +1,73 @@
+"""Top-level options and the kernel list, run as a user runs the command line."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def cnmtune(*args: str, columns: int = 200) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": str(columns)}, timeout=300)
+
+
+def test_version_prints_the_package_version():
+    result = cnmtune("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"cnmtune {importlib.metadata.version('cnmtune')}\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_store(tmp_path_factory) -> Path:
+    """`dataset generate` on a one-point grid: va, O0..O3 at 1 DPU x 1 tasklet, small size."""
+    db = tmp_path_factory.mktemp("basics") / "tiny.sqlite"
+    result = cnmtune("dataset", "generate", "-k", "va", "--db", str(db), "--pipelines", "4", "--dpus", "1",
+                     "--tasklets", "1", "--sizes", "small", "-j", "1")
+    assert result.returncode == 0, result.stderr
+    return db
+
+
+def test_quiet_drops_progress_bars_and_notes_but_keeps_results(tiny_store, tmp_path):
+    args = ("dataset", "generate", "-k", "va", "--db", str(tiny_store), "--pipelines", "4", "--dpus", "1",
+            "--tasklets", "1", "--sizes", "small", "-j", "1")
+    loud, quiet = cnmtune(*args), cnmtune("-q", *args)  # resumed: nothing left to do, same report
+    assert loud.returncode == quiet.returncode == 0, quiet.stderr
+    assert "simulate" in loud.stderr and quiet.stderr == ""
+    assert "dataset generation on" in quiet.stdout and "compiles (new / planned)" in quiet.stdout
+    loud_csv, quiet_csv = tmp_path / "loud.csv", tmp_path / "quiet.csv"
+    loud = cnmtune("dataset", "export", str(tiny_store), str(loud_csv), "--table", "runs")
+    assert loud.returncode == 0 and loud.stdout.strip() == f"wrote {loud_csv}", loud.stderr
+    quiet = cnmtune("-q", "dataset", "export", str(tiny_store), str(quiet_csv), "--table", "runs")
+    assert quiet.returncode == 0 and quiet.stdout == "", quiet.stderr
+    assert quiet_csv.read_text() == loud_csv.read_text() and loud_csv.read_text().count("\n") > 1
+
+
+def test_kernels_fit_80_columns_with_summaries():
+    result = cnmtune("kernels", columns=80)
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    assert _column(result.stdout, "va", 1) == "VA: element-wise vector addition (PrIM), cnmtune's own implementation."
+    records = {r["name"]: r for r in json.loads(cnmtune("kernels", "--json").stdout)}
+    assert records["va"]["summary"] == "VA: element-wise vector addition (PrIM), cnmtune's own implementation."
+    assert all(record["summary"] for record in records.values())
+
+
+def _column(table: str, row: str, column: int) -> str:
+    """The text of one cell of a rich table with lines between rows: the cells of the row whose
+    first cell starts with `row`, joined over the lines it wraps to."""
+    rows, current = [], []
+    for line in table.splitlines():
+        if line.startswith("│"):
+            current.append([cell.strip() for cell in line.split("│")[1:-1]])
+        elif current:
+            rows.append(current)
+            current = []
+    found = next(lines for lines in rows if lines[0][0] == row)
+    return " ".join(cells[column] for cells in found if cells[column])
