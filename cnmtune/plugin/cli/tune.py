@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Optional
 
@@ -11,9 +13,8 @@ from rich.table import Table
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.cli.options import int_list, size_value
-from cnmtune.plugin.cli.output import console, emit_json, err_console
-from cnmtune.plugin.tune import Candidate, TuneReport, TuneSpec, tune
-from cnmtune.plugin.tune.space import DEFAULT_PIPELINE
+from cnmtune.plugin.cli.output import console, emit_json, err_console, note, warn
+from cnmtune.plugin.tune import TuneReport, TuneSpec, tune
 from cnmtune.runtime.executor import make_executor
 from cnmtune.store import Store
 
@@ -30,7 +31,7 @@ def tune_command(
     device: str = typer.Option("sim", "--device", help="where to execute: sim, upmem-sim or upmem-hw"),
     sdk_dir: Optional[Path] = typer.Option(None, "--sdk-dir", help="UPMEM SDK directory (upmem-* devices)"),
     model: Optional[Path] = typer.Option(None, "--model", help="cost model .onnx (default: the shipped model)"),
-    finetune_samples: int = typer.Option(0, "--finetune-samples", min=0,
+    finetune_samples: int = typer.Option(0, "--finetune-samples",
                                          help="first run N candidates and fine-tune the model on them "
                                               "(needs the model's .pt checkpoint beside it)"),
     exhaustive: bool = typer.Option(False, "--exhaustive", help="also run every candidate; report the regret"),
@@ -39,39 +40,34 @@ def tune_command(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler, e.g. tcp://HOST:8786"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     save: bool = typer.Option(True, "--save/--no-save",
-                              help="record the choice in the tuning cache, for cnmtune-cc (default: save)"),
+                              help="record the choice in the tuning cache, for cnmtune-cc"),
 ) -> None:
     """Tune a kernel: compile pipelines x configs, score all statically, run the top-k, pick the best
     (never slower than the default build). Exits non-zero when no candidate verified."""
-    for option, value in (("--pipelines", pipelines), ("--top-k", top_k), ("--workers", workers)):
-        if value is not None and value < 1:
-            raise CnmtuneError(f"{option} must be >= 1, got {value}")
+    for option, value, least in (("--pipelines", pipelines, 1), ("--top-k", top_k, 1), ("--workers", workers, 1),
+                                 ("--finetune-samples", finetune_samples, 0)):
+        if value is not None and value < least:
+            raise CnmtuneError(f"{option} must be >= {least}, got {value}")
     spec = TuneSpec(kernel=kernel, size=size_value(size), pipelines=pipelines, seed=seed,
                     dpus=int_list(dpus, "dpus"), tasklets=int_list(tasklets, "tasklets"), top_k=top_k,
                     model=str(model) if model else None,
                     exhaustive=exhaustive, budget_s=budget_s, device=device,
                     sdk_dir=str(sdk_dir) if sdk_dir else None, finetune_samples=finetune_samples)
-    store = Store(db) if db is not None else None
-    try:
-        with make_executor(workers, scheduler) as executor, \
-                Progress(TextColumn("{task.description:8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                         console=err_console, transient=True) as bar:
-            tasks: dict[str, int] = {}
+    with Store(db) if db is not None else nullcontext() as store, make_executor(workers, scheduler) as executor, \
+            Progress(TextColumn("{task.description:8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                     console=err_console, transient=True) as bar:
+        tasks: dict[str, int] = {}
 
-            def progress(phase: str, done: int, total: int) -> None:
-                if phase not in tasks:
-                    tasks[phase] = bar.add_task(phase, total=total)
-                bar.update(tasks[phase], completed=done, total=total)
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
 
-            report = tune(spec, executor, store, progress)
-    finally:
-        if store is not None:
-            store.close()
-    if save:
-        _save(spec, report)
+        report = tune(spec, executor, store, progress)
+    recorded = _save(spec, report) if save else None
     failed = report.chosen is None
     if not as_json:
-        _print(report)
+        _print(report, recorded)
     elif not failed:  # a failed tune's JSON is its error line alone: one document on stdout
         emit_json(report.to_dict())
     if failed:
@@ -79,50 +75,75 @@ def tune_command(
                            f"{report.first_failure or 'none ran (time budget spent)'}")
 
 
-def _save(spec: TuneSpec, report: TuneReport) -> None:
-    """Record the tuned pipelines in the tuning cache (cnmtune-cc applies them) and say so."""
+def _save(spec: TuneSpec, report: TuneReport) -> tuple[Path, dict[int, str]] | None:
+    """Record the tuned pipelines in the tuning cache (cnmtune-cc applies them): the cache's path
+    and the pipeline recorded per tasklet count; None (and a warning) when nothing verified."""
     from cnmtune.plugin.tune.cache import TuningCache, record_tune
     from cnmtune.runtime.registry import find_kernel
     from cnmtune.runtime.toolchain import ProxyToolchain
 
     if report.chosen is None:
-        err_console.print("nothing recorded in the tuning cache: no verified variant", highlight=False)
-        return
+        warn("nothing recorded in the tuning cache: no verified variant")
+        return None
     cache = TuningCache()
     recorded = record_tune(cache, find_kernel(spec.kernel), spec, report, ProxyToolchain().identity)
-    by_tasklets = {entry.tasklets: entry.pipeline for _, entry in recorded}
-    shown = "; ".join(f"{t} tasklets: {pipeline}" for t, pipeline in sorted(by_tasklets.items()))
-    # the default build is recorded too: a later cnmtune-cc build applies it instead of tuning again
-    fastest = "the default build was fastest; " if report.chosen_is_default else ""
-    err_console.print(f"tuning cache {cache.path}: {fastest}recorded {shown}", highlight=False, markup=False,
-                      soft_wrap=True)
+    return cache.path, dict(sorted((entry.tasklets, entry.pipeline) for _, entry in recorded))
 
 
 def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{1000 * seconds:.4f}"
+    return "-" if seconds is None else f"{1000 * seconds:,.3f}"
 
 
-def _print(report: TuneReport) -> None:
-    table = Table(title=f"{report.kernel}, size {report.size:,}: top {len(report.top)} of {report.candidates} "
+def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> None:
+    """The top-k table, the result, the pipelines they name (by short id) and what was recorded."""
+    named = [c.pipeline for c in [*report.top, report.chosen, report.default] if c]
+    if report.exhaustive:
+        named.append(report.exhaustive["best"]["pipeline"])
+    named += recorded[1].values() if recorded else []
+    ids = {pipeline: f"P{i}" for i, pipeline in enumerate(dict.fromkeys(named), 1)}
+    console.print(_top_table(report, ids))
+    console.print(_summary_table(report, ids))
+    _print_legend(ids)
+    if recorded:
+        path, by_tasklets = recorded
+        # the default build is recorded too: a later cnmtune-cc build applies it instead of tuning again
+        fastest = "the default build was fastest; " if report.chosen_is_default else ""
+        shown = ", ".join(f"{ids[pipeline]} ({t} tasklets)" for t, pipeline in by_tasklets.items())
+        note(f"{fastest}recorded {shown} in the tuning cache {path}")
+
+
+def _top_table(report: TuneReport, ids: dict[str, str]) -> Table:
+    """The top-k candidates as scored and run; the chosen one marked *."""
+    table = Table(caption_justify="left", title=f"{report.kernel}, size {report.size:,}: top {len(report.top)} of {report.candidates} "
                         f"candidates ({report.variants} variants)")
-    for column in ("#", "pipeline", "DPUs", "tasklets", "predicted ms", "measured ms", "vs default", "status"):
-        table.add_column(column, justify="left" if column in ("pipeline", "status") else "right")
+    # short headers, every cell wraps (never cut to an ellipsis): the table fits 80 columns
+    for column in ("#", "pipeline", "DPUs", "tasklets", "model ms", "measured ms", "speedup", "status"):
+        table.add_column(column, justify="left" if column in ("pipeline", "status") else "right", overflow="fold")
     base = report.default.measured_s if report.default else None
     for rank, c in enumerate(report.top, 1):
-        vs = f"{base / c.measured_s:.2f}x" if base and c.measured_s else "-"
+        speedup = f"{base / c.measured_s:.2f}x" if base and c.measured_s else "-"
         mark = " *" if c is report.chosen else ""
-        table.add_row(f"{rank}{mark}", _pipeline(c), str(c.dpus), str(c.tasklets), _ms(c.predicted_s),
-                      _ms(c.measured_s), vs, c.status)
-    console.print(table)
+        same = f" +{len(c.pipelines) - 1}" if len(c.pipelines) > 1 else ""
+        table.add_row(f"{rank}{mark}", ids[c.pipeline] + same, str(c.dpus), str(c.tasklets), _ms(c.predicted_s),
+                      _ms(c.measured_s), speedup, c.status)
+    table.caption = "model: the cost model's prediction; speedup: over the default build; +N: N more " \
+                    "pipelines built the same binary"
+    return table
+
+
+def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
+    """The choice against the default build, where the time went, and the exhaustive check."""
     summary = Table(show_header=False, title="result")
-    default = report.default
+    summary.add_column(overflow="fold")
+    summary.add_column(overflow="fold")
+    default, chosen = report.default, report.chosen
     if report.chosen_is_default:
         summary.add_row("chosen", "the default build: nothing measured ran faster")
-    elif report.chosen:
-        summary.add_row("chosen (*)", f"{report.chosen.pipeline} on {report.chosen.dpus} DPUs x "
-                                      f"{report.chosen.tasklets} tasklets: {_ms(report.chosen.measured_s)} ms")
+    elif chosen:
+        summary.add_row("chosen (*)", f"{ids[chosen.pipeline]} on {chosen.dpus} DPUs x {chosen.tasklets} "
+                                      f"tasklets: {_ms(chosen.measured_s)} ms")
     if default:
-        summary.add_row(f"default ({DEFAULT_PIPELINE}, {default.tasklets} tasklets)",
+        summary.add_row(f"default ({ids[default.pipeline]}, {default.tasklets} tasklets)",
                         f"{default.dpus} DPUs: {_ms(default.measured_s)} ms"
                         + ("" if default.status == "verified" else f" ({default.status.splitlines()[0]})"))
     if report.speedup_vs_default:
@@ -137,16 +158,28 @@ def _print(report: TuneReport) -> None:
         summary.add_row("compile failures", str(report.compile_failures))
     ex = report.exhaustive
     if ex:
-        summary.add_row("exhaustive best", f"{ex['best']['pipeline']} on {ex['best']['dpus']} DPUs x "
-                                           f"{ex['best']['tasklets']} tasklets: {_ms(ex['best']['measured_s'])} ms")
+        best = ex["best"]
+        summary.add_row("exhaustive best", f"{ids[best['pipeline']]} on {best['dpus']} DPUs x {best['tasklets']} "
+                                           f"tasklets: {_ms(best['measured_s'])} ms")
         summary.add_row("regret of the choice", f"{100 * ex['regret']:.2f} % (rank {ex['chosen_rank']} of "
                                                 f"{ex['measured']})")
         summary.add_row("tuner vs exhaustive", f"{ex['tuner_seconds']:.1f} s vs {ex['exhaustive_seconds']:.1f} s "
                                                f"({ex['tuner_speedup']:.1f}x faster)")
         summary.add_row("model on all candidates", f"MAPE {ex['mape']:.1f} %, Kendall tau {ex['kendall_tau']:.2f}")
-    console.print(summary)
+    return summary
 
 
-def _pipeline(c: Candidate) -> str:
-    text = c.pipeline if len(c.pipeline) <= 48 else c.pipeline[:45] + "..."
-    return text + (f" (+{len(c.pipelines) - 1} same ELF)" if len(c.pipelines) > 1 else "")
+def _print_legend(ids: dict[str, str]) -> None:
+    """Each pipeline in full after its id, wrapped after a comma (a pass name is never cut)."""
+    if not ids:
+        return
+    console.print("pipelines:", highlight=False)
+    indent = 3 + max(len(i) for i in ids.values())
+    for pipeline, pipeline_id in ids.items():
+        lines = [""]
+        for part in re.findall(r"[^,]+,?", pipeline):  # each pass with its comma
+            if lines[-1] and indent + len(lines[-1]) + len(part) > console.width:
+                lines.append("")
+            lines[-1] += part
+        console.print(f"  {pipeline_id:<{indent - 2}}" + f"\n{' ' * indent}".join(lines), highlight=False,
+                      markup=False, soft_wrap=True)
