@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -27,7 +28,12 @@ from cnmtune.plugin.offload.decide import (
     header_text,
 )
 from cnmtune.plugin.cli.options import int_list, parse_defines, size_value
-from cnmtune.plugin.cli.output import console, emit_json, err_console
+from cnmtune.plugin.cli.output import console, emit_json, err_console, note
+
+
+#: what the columns of the sizes tables mean, printed once below them
+SIZES_KEY = ("CNM ms = kernel + xfer (CPU-DPU transfers) + host; DPUs x tasklets: the fastest CNM configuration, its "
+             "kernel time simulated or extrapolated; speedup = CPU ms / CNM ms, -> the side chosen")
 
 
 def offload_command(
@@ -87,37 +93,42 @@ def offload_command(
         return
     for report in reports:
         console.print(_sizes_table(report))
+    console.print(SIZES_KEY, highlight=False, markup=False)
     console.print(_summary_table(reports))
-    for note in dict.fromkeys(n for r in reports for n in r.notes):
-        console.print(f"- {note}", highlight=False, markup=False)
+    for text in dict.fromkeys(n for r in reports for n in r.notes):  # how the numbers were obtained
+        console.print(f"- {text}", highlight=False, markup=False)
     if emit_header:
-        console.print(f"wrote {emit_header}", highlight=False, markup=False)
+        note(f"wrote {emit_header}")
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.4f}"
+    """Milliseconds to 4 significant digits, at most 3 decimals: sizes span orders of magnitude."""
+    ms = seconds * 1e3
+    return f"{ms:,.{min(3, max(0, 3 - math.floor(math.log10(ms)))) if ms > 0 else 3}f}"
 
 
 def _sizes_table(report: OffloadReport) -> Table:
+    """One row per size: CPU and CNM times, the CNM time's parts, the best configuration, the choice."""
     table = Table(title=f"{report.kernel}: CPU vs CNM across sizes ({report.size_unit})")
-    for column in ("size", "", "CPU ms", "CNM ms", "kernel", "transfers", "host", "best config", "speedup",
-                   "decision"):
-        table.add_column(column, justify="left" if column in ("", "best config", "decision") else "right")
+    # short headers, two-line cells, every cell wraps (never cut to an ellipsis): 80 columns suffice
+    for column in ("size", "CPU ms", "CNM ms", "kernel", "xfer", "host", "DPUs x tasklets", "speedup"):
+        table.add_column(column, justify="left" if column == "DPUs x tasklets" else "right", overflow="fold")
     for p in report.points:
         b = p.best
-        mark = {"requested": "<- --size", "bisection": "bisection"}.get(p.origin, "")
-        config = f"{b.dpus} DPUs x {b.tasklets} ({b.method})" if b else "none feasible"
-        table.add_row(f"{p.size:,}", mark, f"{_ms(p.cpu.seconds)} {p.cpu.implementation}",
-                      _ms(p.cnm_s) if b else "-", _ms(b.kernel_s) if b else "-", _ms(b.transfer_s) if b else "-",
-                      _ms(b.host_s) if b else "-", config,
-                      f"{p.speedup:.3g}x", "CNM" if p.offload else "CPU")
+        origin = {"requested": "\n--size", "bisection": "\nbisected"}.get(p.origin, "")
+        times = (_ms(p.cnm_s), _ms(b.kernel_s), _ms(b.transfer_s), _ms(b.host_s)) if b else ("-",) * 4
+        method = {"extrapolated": "extrap."}.get(b.method, b.method) if b else ""
+        table.add_row(f"{p.size:,}{origin}", f"{_ms(p.cpu.seconds)}\n{p.cpu.implementation}", *times,
+                      f"{b.dpus} x {b.tasklets}\n{method}" if b else "none feasible",
+                      f"{p.speedup:.3g}x\n-> {'CNM' if p.offload else 'CPU'}")
     return table
 
 
 def _summary_table(reports: list[OffloadReport]) -> Table:
+    """One row per kernel: the decision at --size and where the decision flips."""
     table = Table(title="offload decisions")
-    for column in ("kernel", "size", "decision", "speedup", "best config", "flips between", "ratio monotone"):
-        table.add_column(column)
+    for column in ("kernel", "size", "decision", "speedup", "best config", "flips between", "monotone"):
+        table.add_column(column, overflow="fold")
     for r in reports:
         at = r.at_size
         best = f"{at.best.dpus} DPUs x {at.best.tasklets} tasklets, {at.best.pipeline}" if at.best else "-"
