@@ -27,7 +27,7 @@ from cnmtune.plugin.sweep.design import (
     parse_param,
 )
 from cnmtune.plugin.cli.options import kernel_size, parse_defines
-from cnmtune.plugin.cli.output import console, emit_json, err_console
+from cnmtune.plugin.cli.output import console, emit_json, err_console, note
 from cnmtune.plugin.sweep.evaluate import KernelSweep, sweep_trace_set
 from cnmtune.runtime.sim.traces import MANIFEST, TraceSet, load_trace_set, obtain_trace_set
 from cnmtune.runtime.registry import find_kernel
@@ -96,12 +96,11 @@ def sweep_command(
     for result in sweeps:
         console.print(_points_table(result, list(grid)))
     console.print(_summary_table(sweeps))
-    notes = {r.note for s in sweeps for r in s.results if r.note}
-    for note in sorted(notes):
-        console.print(f"re-executed because: {note}", highlight=False, markup=False)
+    for reason in sorted({r.note for s in sweeps for r in s.results if r.note}):
+        console.print(f"re-executed because: {reason}", highlight=False, markup=False)
     console.print(f"{len(points)} design points x {len(sweeps)} kernel(s) in {seconds:.2f} s", highlight=False)
     if plot:
-        console.print(f"wrote {plot}", highlight=False, markup=False)
+        note(f"wrote {plot}")
 
 
 def _trace_set(item: str, pipeline: str, tasklets: int | None, define: list[str], dpus: int, size: str,
