@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from contextlib import nullcontext
 from pathlib import Path
@@ -91,7 +92,7 @@ def _save(spec: TuneSpec, report: TuneReport) -> tuple[Path, dict[int, str]] | N
 
 
 def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{1000 * seconds:,.3f}"
+    return "-" if seconds is None or not math.isfinite(seconds) else f"{1000 * seconds:,.3f}"
 
 
 def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> None:
@@ -114,8 +115,10 @@ def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> 
 
 def _top_table(report: TuneReport, ids: dict[str, str]) -> Table:
     """The top-k candidates as scored and run; the chosen one marked *."""
-    table = Table(caption_justify="left", title=f"{report.kernel}, size {report.size:,}: top {len(report.top)} of {report.candidates} "
-                        f"candidates ({report.variants} variants)")
+    table = Table(title=f"{report.kernel}, size {report.size:,}: top {len(report.top)} of {report.candidates} "
+                        f"candidates ({report.variants} variants)", caption_justify="left",
+                  caption="model: the cost model's prediction; speedup: over the default build; +N: N more "
+                          "pipelines built the same binary")
     # short headers, every cell wraps (never cut to an ellipsis): the table fits 80 columns
     for column in ("#", "pipeline", "DPUs", "tasklets", "model ms", "measured ms", "speedup", "status"):
         table.add_column(column, justify="left" if column in ("pipeline", "status") else "right", overflow="fold")
@@ -126,8 +129,6 @@ def _top_table(report: TuneReport, ids: dict[str, str]) -> Table:
         same = f" +{len(c.pipelines) - 1}" if len(c.pipelines) > 1 else ""
         table.add_row(f"{rank}{mark}", ids[c.pipeline] + same, str(c.dpus), str(c.tasklets), _ms(c.predicted_s),
                       _ms(c.measured_s), speedup, c.status)
-    table.caption = "model: the cost model's prediction; speedup: over the default build; +N: N more " \
-                    "pipelines built the same binary"
     return table
 
 
