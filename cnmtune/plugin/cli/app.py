@@ -19,6 +19,7 @@ from cnmtune.plugin.cli.build import compare_command, compile_command, features_
 from cnmtune.plugin.cli.catalog import kernels_command, passes_command
 from cnmtune.plugin.cli.dataset import dataset_app
 from cnmtune.plugin.cli.model import model_app
+from cnmtune.plugin.cli.new import new_command
 from cnmtune.plugin.cli.offload import offload_command
 from cnmtune.plugin.cli.output import console, print_error, set_verbosity, verbosity
 from cnmtune.plugin.cli.run import run_command
@@ -35,7 +36,8 @@ app.add_typer(dataset_app, name="dataset")
 app.add_typer(model_app, name="model")
 for name, command in (("tune", tune_command), ("sweep", sweep_command), ("offload", offload_command),
                       ("compile", compile_command), ("features", features_command), ("compare", compare_command),
-                      ("run", run_command), ("kernels", kernels_command), ("passes", passes_command)):
+                      ("run", run_command), ("kernels", kernels_command), ("passes", passes_command),
+                      ("new", new_command)):
     app.command(name)(command)
 
 
