@@ -42,8 +42,10 @@ def offload_command(
     sizes: Optional[str] = typer.Option(None, "--sizes", help="sizes (or presets) swept for the flip point, "
                                                               "comma-separated (default: x4 steps from --min-size "
                                                               "to --max-size)"),
-    min_size: str = typer.Option("small", "--min-size", help="first size of the default sweep"),
-    max_size: str = typer.Option("large", "--max-size", help="last size of the default sweep"),
+    min_size: Optional[str] = typer.Option(None, "--min-size", help="first size of the default sweep "
+                                                                    "(default: the smallest preset)"),
+    max_size: Optional[str] = typer.Option(None, "--max-size", help="last size of the default sweep "
+                                                                    "(default: the largest preset)"),
     factor: float = typer.Option(4.0, "--factor", help="ratio between sizes of the default sweep"),
     dpus: str = typer.Option(",".join(map(str, DEFAULT_DPUS)), "--dpus",
                              help="DPU counts to consider (2560 = a full UPMEM system)"),
@@ -80,7 +82,8 @@ def offload_command(
 
             spec = OffloadSpec(kernel=name, size=size_value(size),
                                sizes=tuple(size_value(s) for s in sizes.split(",") if s.strip()) if sizes else None,
-                               min_size=size_value(min_size), max_size=size_value(max_size), factor=factor,
+                               min_size=None if min_size is None else size_value(min_size),
+                               max_size=None if max_size is None else size_value(max_size), factor=factor,
                                dpus=int_list(dpus, "dpus", OffloadError),
                                tasklets=int_list(tasklets, "tasklets", OffloadError), pipeline=pipeline,
                                defines=defines, cpu=cpu, repeats=repeats, min_speedup=min_speedup,

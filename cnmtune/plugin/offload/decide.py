@@ -69,8 +69,8 @@ class OffloadSpec:
     kernel: str
     size: int | str = "default"
     sizes: tuple[int | str, ...] | None = None
-    min_size: int | str = "small"
-    max_size: int | str = "large"
+    min_size: int | str | None = None  # None: the workload's smallest preset
+    max_size: int | str | None = None  # None: its largest preset
     factor: float = 4.0
     dpus: tuple[int, ...] = DEFAULT_DPUS
     tasklets: tuple[int, ...] = DEFAULT_TASKLETS
@@ -373,8 +373,8 @@ class _Decider:
         if spec.sizes:
             grid = sorted({_size(kernel, s) for s in spec.sizes})
         else:
-            grid = size_grid(_size(kernel, spec.min_size), max(_size(kernel, spec.max_size), _size(kernel, spec.min_size)),
-                             spec.factor)
+            first, last = self.sweep_bounds()
+            grid = size_grid(first, last, spec.factor)
         grid = sorted({*grid, requested})
         for done, size in enumerate(grid):
             self.progress("sizes", done, len(grid))
@@ -403,6 +403,16 @@ class _Decider:
                             "transfers change), so predictions on sampled DPUs (more than 2 DPUs) are not reliable")
         return OffloadReport(kernel.name, self.workload.size_unit, requested, points, self._changes(), flip,
                              dependent, notes, time.perf_counter() - start)
+
+    def sweep_bounds(self) -> tuple[int, int]:
+        """The default sweep's first and last size: as given, else the smallest and the largest preset."""
+        spec, presets = self.spec, self.workload.sizes.values()
+        if not presets and None in (spec.min_size, spec.max_size):
+            raise OffloadError(f"{self.kernel.name} has no size presets: give the sizes to sweep "
+                               "(--sizes, or --min-size and --max-size)")
+        first = min(presets) if spec.min_size is None else _size(self.kernel, spec.min_size)
+        last = max(presets) if spec.max_size is None else _size(self.kernel, spec.max_size)
+        return first, max(first, last)
 
     def _changes(self) -> list[tuple[int, int]]:
         sizes = sorted(self.points)

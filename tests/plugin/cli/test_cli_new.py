@@ -1,5 +1,6 @@
 """`cnmtune new`: the generated kernel compiles, runs on the embedded simulator and verifies as
-generated, by name and by path; bad names and existing targets are refused in one line (issue 16)."""
+generated, by name and by path; bad names and existing targets are refused in one line; and
+`cnmtune offload` decides for it although it has no `large` preset (issue 16)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from cnmtune.errors import OffloadError
+from cnmtune.plugin.cli.new import create_kernel
+from cnmtune.plugin.offload.decide import OffloadSpec, decide
 
 
 def cnmtune(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -64,3 +69,21 @@ def test_an_existing_target_or_an_invalid_name_is_refused(workdir, name, cause):
     before = sorted(p.relative_to(workdir) for p in workdir.rglob("*"))
     assert one_line_error(cnmtune("new", name, cwd=workdir)) == cause
     assert sorted(p.relative_to(workdir) for p in workdir.rglob("*")) == before  # nothing written
+
+
+def test_offload_sweeps_the_presets_a_kernel_has(workdir):
+    result = cnmtune("offload", "./mykernel", "--dpus", "4,64", "--tasklets", "16", "--repeats", "1", "--bisect", "0",
+                     "--json", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)["kernels"][0]
+    # small (4096) to default (65536), the largest preset it has, in x4 steps
+    assert report["size"] == 65536 and [p["size"] for p in report["decisions"]] == [4096, 16384, 65536]
+    assert report["cpu"]["implementation"] == "numpy" and report["best"]["dpus"] in (4, 64)
+
+
+def test_offload_without_presets_asks_for_the_sizes(tmp_path):
+    kernel = create_kernel("nopresets", tmp_path)
+    workload = kernel / "workload.py"
+    workload.write_text(workload.read_text().replace('sizes = {"small": 4096, "default": 65536}', "sizes = {}"))
+    with pytest.raises(OffloadError, match=r"^nopresets has no size presets: give the sizes to sweep"):
+        decide(OffloadSpec(str(kernel), size=4096, dpus=(4,), tasklets=(16,)))
