@@ -9,6 +9,11 @@ indexes: "is this done?" is one indexed query.
 Concurrency: open one ``Store`` per process (or per thread; a connection is not shared across
 threads). Any number of processes may write to the same file at once; writers queue on the
 SQLite lock for up to ``timeout`` seconds. WAL needs a local filesystem (not NFS).
+
+Claims let writers share work instead of repeating it: a unit of work (any text key) is claimed
+in one transaction by a ``ClaimOwner`` (host, pid, start time) under a lease the owner renews.
+Another owner skips a claimed unit unless the lease expired or the owner's process is gone
+from this host; the owner releases it in the transaction that records its result.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from __future__ import annotations
 import csv
 import json
 import os
+import socket
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import astuple, dataclass, fields
 from enum import StrEnum
@@ -28,7 +34,7 @@ from typing import Self
 from cnmtune.errors import CnmtuneError, SchemaMismatch, StoreError
 
 __all__ = [
-    "SCHEMA_VERSION", "CompileRecord", "RunRecord", "Status", "Store", "StoreError",
+    "SCHEMA_VERSION", "ClaimOwner", "CompileRecord", "RunRecord", "Status", "Store", "StoreError",
     "StoreStats", "TrainingRow", "canonical_pipeline", "defines_key",
 ]
 
@@ -75,6 +81,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
          " spec TEXT NOT NULL, executor TEXT NOT NULL, workers INTEGER NOT NULL,"
          " seconds REAL NOT NULL DEFAULT 0, compiles INTEGER NOT NULL DEFAULT 0,"
          " runs INTEGER NOT NULL DEFAULT 0, finished INTEGER NOT NULL DEFAULT 0)"),
+    ),
+    (  # 4: units of work claimed by a running writer (process), until their lease expires
+        ("CREATE TABLE claims (unit TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL,"
+         " started REAL NOT NULL, expires REAL NOT NULL)"),
+        "CREATE INDEX claims_owner ON claims (host, pid, started)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -140,6 +151,32 @@ class RunRecord:
     def ok(self) -> bool:
         """True when the run finished and its result was verified."""
         return self.status is Status.OK and self.verified
+
+
+@dataclass(frozen=True)
+class ClaimOwner:
+    """Who holds claims: one writer, named by its host, process id and start time."""
+
+    host: str
+    pid: int
+    started: float
+
+    @classmethod
+    def this_process(cls) -> ClaimOwner:
+        """A new owner for a writer starting now in this process."""
+        return cls(socket.gethostname(), os.getpid(), time.time())
+
+    def gone(self) -> bool:
+        """True when the owner ran on this host and its process no longer exists."""
+        if self.host != socket.gethostname():
+            return False  # another host's process cannot be seen: only its lease tells
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, another user's
+            return False
+        return False
 
 
 @dataclass(frozen=True)
@@ -422,6 +459,44 @@ class Store:
             self._conn.execute("UPDATE generations SET seconds = ?, compiles = ?, runs = ?,"
                                " finished = ? WHERE id = ?",
                                (seconds, compiles, runs, int(finished), generation))
+
+    # -- claims ----------------------------------------------------------------------------
+
+    def claim(self, units: Iterable[str], owner: ClaimOwner, lease: float) -> list[str]:
+        """Claim for ``lease`` seconds every unit that no live owner holds; returns those claimed.
+
+        A unit held by another owner is taken over when its lease expired or its owner is
+        gone; one transaction, so two owners never both get a unit.
+        """
+        now = time.time()
+        claimed = []
+        with self.batch():
+            for unit in units:
+                row = self._conn.execute("SELECT host, pid, started, expires FROM claims"
+                                         " WHERE unit = ?", (unit,)).fetchone()
+                if row is not None and row[3] > now:
+                    holder = ClaimOwner(*row[:3])
+                    if holder != owner and not holder.gone():
+                        continue
+                self._conn.execute(
+                    "INSERT INTO claims (unit, host, pid, started, expires) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT (unit) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
+                    " started = excluded.started, expires = excluded.expires",
+                    (unit, *astuple(owner), now + lease))
+                claimed.append(unit)
+        return claimed
+
+    def renew(self, owner: ClaimOwner, lease: float) -> None:
+        """Extend every claim of ``owner`` to ``lease`` seconds from now (its heartbeat)."""
+        with self.batch():
+            self._conn.execute("UPDATE claims SET expires = ? WHERE host = ? AND pid = ?"
+                               " AND started = ?", (time.time() + lease, *astuple(owner)))
+
+    def release(self, owner: ClaimOwner, units: Iterable[str]) -> None:
+        """Drop the claims ``owner`` holds on ``units`` (one taken over by another stays)."""
+        with self.batch():
+            self._conn.executemany("DELETE FROM claims WHERE unit = ? AND host = ? AND pid = ?"
+                                   " AND started = ?", ((u, *astuple(owner)) for u in units))
 
     # -- views -----------------------------------------------------------------------------
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import csv
 import multiprocessing
 import sqlite3
+import subprocess
 
 import pytest
 
 from cnmtune.errors import SchemaMismatch
 from cnmtune.store import (
     SCHEMA_VERSION,
+    ClaimOwner,
     CompileRecord,
     RunRecord,
     Status,
@@ -298,6 +300,59 @@ PRAGMA user_version = 1;
 """
 
 
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_claims_share_units_between_owners(store):
+    a = ClaimOwner.this_process()
+    b = ClaimOwner(a.host, a.pid, a.started + 1)  # two writers of one process differ by start
+    assert store.claim(["u1", "u2"], a, 60) == ["u1", "u2"]
+    assert store.claim(["u1", "u2", "u3"], b, 60) == ["u3"]
+    assert store.claim(["u1"], a, 60) == ["u1"]  # an owner re-claims its own unit
+    store.release(a, ["u1", "u3"])  # u3 is b's: it stays b's
+    assert store.claim(["u1", "u3"], b, 60) == ["u1", "u3"]
+    assert store.claim(["u1", "u2", "u3"], a, 60) == ["u2"]
+
+
+def test_stale_claims_are_taken_over_live_ones_kept(store):
+    me = ClaimOwner.this_process()
+    dead_here = ClaimOwner(me.host, _dead_pid(), 1.0)
+    elsewhere = ClaimOwner("another-host", 1, 2.0)  # its pid means nothing here
+    assert store.claim(["dead", "expired", "live"], dead_here, 60) == ["dead", "expired", "live"]
+    store.release(dead_here, ["expired", "live"])
+    store.claim(["expired"], elsewhere, -1)  # a lease already over
+    store.claim(["live"], elsewhere, 60)
+    assert store.claim(["dead", "expired", "live"], me, 60) == ["dead", "expired"]
+    store.renew(elsewhere, -1)  # its heartbeat stopped long ago
+    assert store.claim(["live"], me, 60) == ["live"]
+    owners = store._conn.execute("SELECT DISTINCT host, pid, started FROM claims").fetchall()
+    assert owners == [(me.host, me.pid, me.started)]
+
+
+def _claimer(path: str, units: list[str], out) -> None:
+    owner = ClaimOwner.this_process()
+    with Store(path) as s:
+        out.put(sum((s.claim([u], owner, 60) for u in units), []))
+
+
+def test_two_processes_claim_each_unit_once(tmp_path):
+    path = str(tmp_path / "claims.db")
+    Store(path).close()
+    units = [f"u{i}" for i in range(300)]
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_claimer, args=(path, units, out)) for _ in range(2)]
+    for proc in procs:
+        proc.start()
+    got = [out.get(timeout=60), out.get(timeout=60)]
+    for proc in procs:
+        proc.join(timeout=60)
+    assert sorted(got[0] + got[1]) == sorted(units)
+
+
 def test_migration_from_version_1(tmp_path):
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
@@ -311,6 +366,7 @@ def test_migration_from_version_1(tmp_path):
         assert run.device == "" and run.verified and run.kernel_seconds == 0.5
         s.record_compile(_ok_compile("va", "O3", "new", tasklets=16))  # new columns work
         assert s.find_compile("va", "O3", "", 16).iram_bytes == 1024
+        assert s.claim(["unit"], ClaimOwner.this_process(), 60) == ["unit"]  # a claims table
     with Store(path) as s:  # reopening does not migrate again
         assert s.version == SCHEMA_VERSION and len(s.compiles()) == 2
 
