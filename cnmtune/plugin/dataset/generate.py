@@ -13,6 +13,14 @@ most the batch in flight and a rerun of the same command skips everything alread
 Failures (compile errors, IRAM/WRAM overflow, faults, timeouts, wrong results) are recorded
 with their reason: they count as done and stay out of the training view.
 
+Generators started on one store share the work: a unit (one compile, one run: the natural key
+of its row) is claimed in the store right before its job is dispatched, with at most two jobs
+per worker in flight, so the rest stays for whichever generator gets there first. A unit done
+or claimed by another generator is left to it; its result is recorded and its claim released
+in one transaction. A heartbeat renews the claims; those of a generator killed on this host
+are taken over at once, those of one on another host when their lease runs out. Once its own
+queue is done, a generator retries what it left and takes over the units of a dead one.
+
 A functional trace is not reused across sizes, DPU counts or tasklet counts: each changes
 what every tasklet executes. What repeats across the grid is reused instead: the binary
 (dedup by ELF hash) and, within a worker, the compiled program (build cache).
@@ -20,9 +28,14 @@ what every tasklet executes. What repeats across the grid is reused instead: the
 
 from __future__ import annotations
 
+import json
+import sqlite3
+import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 from cnmtune.costmodel import default_schema
 from cnmtune.passes import pipeline_set
@@ -34,9 +47,11 @@ from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET
-from cnmtune.store import CompileRecord, RunRecord, Status, Store, defines_key
+from cnmtune.store import ClaimOwner, CompileRecord, RunRecord, Status, Store, defines_key
 
-__all__ = ["DatasetSpec", "GenerationReport", "generate"]
+__all__ = ["LEASE_SECONDS", "DatasetSpec", "GenerationReport", "compile_unit", "generate", "run_unit"]
+
+LEASE_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class DatasetSpec:
@@ -76,6 +91,7 @@ class GenerationReport:
     run_status: dict[str, int] = field(default_factory=dict)
     task_failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    left_to_others: int = 0  # units another generator on the store did meanwhile or still holds
 
     @property
     def dedup_fraction(self) -> float:
@@ -87,7 +103,17 @@ class GenerationReport:
         return 1.0 - self.distinct_points / self.sample_points if self.sample_points else 0.0
 
 
-# ------------------------------------------------------------------------------ coordinator
+# ------------------------------------------------------------------------------ units of work
+
+def compile_unit(kernel: str, pipeline: str, defines: str, tasklets: int) -> str:
+    """Claim key of one compile: the natural key of its row."""
+    return json.dumps(["compile", kernel, pipeline, defines, tasklets])
+
+
+def run_unit(elf_hash: str, dpus: int, tasklets: int, size: int, config_hash: str) -> str:
+    """Claim key of one run: the natural key of its row."""
+    return json.dumps(["run", elf_hash, dpus, tasklets, size, config_hash])
+
 
 @dataclass
 class _KernelPlan:
@@ -95,14 +121,93 @@ class _KernelPlan:
     points: dict[int, list[tuple[int, int]]]  # tasklets -> [(dpus, size)]
 
 
+@dataclass(frozen=True)
+class _CompileWork:
+    """The tasklet counts (parts) of one kernel x pipeline still to compile: one compile job."""
+
+    plan: _KernelPlan
+    pipeline: str
+    defines: str
+    parts: tuple[int, ...]
+
+    def unit(self, tasklets: int) -> str:
+        return compile_unit(self.plan.kernel.name, self.pipeline, self.defines, tasklets)
+
+    def recorded(self, store: Store, tasklets: int) -> CompileRecord | None:
+        return store.find_compile(self.plan.kernel.name, self.pipeline, self.defines, tasklets)
+
+    def job(self, parts: tuple[int, ...], spec: DatasetSpec) -> tuple[Callable, CompileJob]:
+        return compile_job, CompileJob(str(self.plan.kernel.root), self.pipeline, parts)
+
+
+@dataclass(frozen=True)
+class _RunWork:
+    """The (DPUs, size) points (parts) of one binary still to simulate: one run job."""
+
+    plan: _KernelPlan
+    compile: CompileRecord
+    config_hash: str
+    parts: tuple[tuple[int, int], ...]
+
+    def unit(self, point: tuple[int, int]) -> str:
+        c = self.compile
+        return run_unit(c.elf_hash, point[0], c.tasklets, point[1], self.config_hash)
+
+    def recorded(self, store: Store, point: tuple[int, int]) -> RunRecord | None:
+        c = self.compile
+        return store.find_run(c.elf_hash, point[0], c.tasklets, point[1], self.config_hash)
+
+    def job(self, parts: tuple[tuple[int, int], ...], spec: DatasetSpec) -> tuple[Callable, RunJob]:
+        c = self.compile
+        return run_job, RunJob(str(self.plan.kernel.root), c.pipeline, c.tasklets, c.elf_hash, parts,
+                               spec.sim_config, spec.budget, spec.input_seed)
+
+
+class _Heartbeat:
+    """Renews an owner's claims every third of their lease, on a thread with its own connection."""
+
+    def __init__(self, path: Path, owner: ClaimOwner, lease: float):
+        self.path, self.owner, self.lease = path, owner, lease
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="claims-heartbeat", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        with Store(self.path) as store:
+            while not self._stop.wait(self.lease / 3):
+                try:
+                    store.renew(self.owner, self.lease)
+                except sqlite3.OperationalError:  # locked past the timeout: the next beat retries
+                    pass
+
+
+# ------------------------------------------------------------------------------ coordinator
+
+_Work = _CompileWork | _RunWork
+
+
 class _Coordinator:
-    """Plans jobs from what the store lacks, dispatches them, records results in batches."""
+    """Plans work from what the store lacks, claims and dispatches it, records results in batches."""
 
     def __init__(self, spec: DatasetSpec, store: Store, executor: Executor,
-                 progress: Callable[[str, int, int], None] | None, commit_seconds: float):
+                 progress: Callable[[str, int, int], None] | None, commit_seconds: float,
+                 lease: float):
         self.spec, self.store, self.executor = spec, store, executor
         self.progress = progress or (lambda *_: None)
         self.commit_seconds = commit_seconds
+        self.owner, self.lease = ClaimOwner.this_process(), lease
+        self.window = 2 * executor.workers  # jobs in flight; the rest stays claimable by others
+        self.queue: deque[_Work] = deque()
+        self.deferred: list[_Work] = []  # units another live generator holds
+        self.claimed: dict[object, list[str]] = {}  # job in flight -> its units
+        self.released: list[str] = []  # units of the pending records
         self.config_hash = DpuConfig.named(spec.sim_config).hash
         self.schema_hash = default_schema().hash
         self.invalid: dict[str, int] = {}
@@ -145,19 +250,74 @@ class _Coordinator:
                     else:
                         todo.append(tasklets)
                 if todo:
-                    self.executor.submit(compile_job, CompileJob(str(plan.kernel.root), text, tuple(todo)))
-                    self.report.compiles_planned += len(todo)
-        self._tick()
-        last_commit = time.monotonic()
-        for outcome in self.executor.results():
-            self._take(outcome)
+                    self._enqueue(_CompileWork(plan, text, defaults, tuple(todo)))
+        with _Heartbeat(self.store.path, self.owner, self.lease):
+            self._fill()
             self._tick()
-            if time.monotonic() - last_commit >= self.commit_seconds:
-                self._commit(start)
-                last_commit = time.monotonic()
-        self._commit(start, finished=True)
+            last_commit = time.monotonic()
+            while True:
+                for outcome in self.executor.results():
+                    self._take(outcome)
+                    self._fill()
+                    self._tick()
+                    if time.monotonic() - last_commit >= self.commit_seconds:
+                        self._commit(start)
+                        last_commit = time.monotonic()
+                if not self._retry_deferred():
+                    break
+            self._commit(start, finished=True)
+        self.report.left_to_others += sum(len(work.parts) for work in self.deferred)
         self.report.seconds = time.time() - start
         return self.report
+
+    def _enqueue(self, work: _Work) -> None:
+        self.queue.append(work)
+        self._count_planned(work, len(work.parts))
+
+    def _count_planned(self, work: _Work, units: int) -> None:
+        if isinstance(work, _CompileWork):
+            self.report.compiles_planned += units
+        else:
+            self.report.runs_planned += units
+
+    def _fill(self) -> int:
+        """Claim and dispatch queued work until the window is full; returns the jobs dispatched."""
+        dispatched = 0
+        while self.queue and len(self.claimed) < self.window:
+            dispatched += self._dispatch(self.queue.popleft())
+        return dispatched
+
+    def _dispatch(self, work: _Work) -> bool:
+        """Submit a job for the units of `work` no other generator did or holds (claiming them)."""
+        with self.store.batch():  # the check and the claim see the same store
+            free = []
+            for part in work.parts:
+                rec = work.recorded(self.store, part)
+                if rec is not None and self._finished(rec.status):  # another generator did it
+                    self.report.left_to_others += 1
+                    if isinstance(rec, CompileRecord):
+                        self._schedule_runs(work.plan, rec)
+                else:
+                    free.append(part)
+            mine = set(self.store.claim([work.unit(p) for p in free], self.owner, self.lease))
+        parts = tuple(p for p in free if work.unit(p) in mine)
+        held = tuple(p for p in free if work.unit(p) not in mine)
+        if held:
+            self.deferred.append(replace(work, parts=held))
+        self._count_planned(work, len(parts) - len(work.parts))
+        if not parts:
+            return False
+        fn, job = work.job(parts, self.spec)
+        self.executor.submit(fn, job)
+        self.claimed[job] = [work.unit(p) for p in parts]
+        return True
+
+    def _retry_deferred(self) -> bool:
+        """Our queue is done: claim again what others held (a dead one's units); False if none."""
+        retry, self.deferred = self.deferred, []
+        for work in retry:
+            self._enqueue(work)
+        return self._fill() > 0
 
     def _schedule_runs(self, plan: _KernelPlan, rec: CompileRecord) -> None:
         if not rec.ok:
@@ -174,13 +334,11 @@ class _Coordinator:
             if status is None or not self._finished(status):
                 todo.append((dpus, size))
         if todo:
-            self.executor.submit(run_job, RunJob(
-                str(plan.kernel.root), rec.pipeline, rec.tasklets, rec.elf_hash, tuple(todo),
-                self.spec.sim_config, self.spec.budget, self.spec.input_seed))
-            self.report.runs_planned += len(todo)
+            self._enqueue(_RunWork(plan, rec, self.config_hash, tuple(todo)))
 
     def _take(self, outcome: Outcome) -> None:
         job = outcome.arg
+        self.released += self.claimed.pop(job)
         if not outcome.ok:
             self.report.task_failures.append(f"{type(job).__name__} {job}: {outcome.error}")
             if isinstance(job, CompileJob):  # the worker died: record each variant as failed
@@ -213,9 +371,11 @@ class _Coordinator:
     def _commit(self, start: float, finished: bool = False) -> None:
         with self.store.batch():
             record_results(self.store, self.pending, self.schema_hash)
+            self.store.release(self.owner, self.released)
             self.store.update_generation(self.generation, time.time() - start,
                                          self.report.compiles_done, self.report.runs_done, finished)
         self.pending.clear()
+        self.released.clear()
 
 
 def _count(counter: dict[str, int], status: Status) -> None:
@@ -224,10 +384,11 @@ def _count(counter: dict[str, int], status: Status) -> None:
 
 def generate(spec: DatasetSpec, store: Store, executor: Executor,
              progress: Callable[[str, int, int], None] | None = None,
-             commit_seconds: float = 0.5) -> GenerationReport:
+             commit_seconds: float = 0.5, lease: float = LEASE_SECONDS) -> GenerationReport:
     """Generate (or complete) the dataset `spec` into `store`; skips what is already recorded.
 
     `progress(phase, done, total)` is called as work completes ('compile', 'simulate'; the
-    simulate total grows as new distinct binaries appear).
+    simulate total grows as new distinct binaries appear, and shrinks by the units another
+    generator on the store takes). Claims are renewed for `lease` seconds at a time.
     """
-    return _Coordinator(spec, store, executor, progress, commit_seconds).run()
+    return _Coordinator(spec, store, executor, progress, commit_seconds, lease).run()
