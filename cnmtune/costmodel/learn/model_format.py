@@ -6,6 +6,7 @@ Shared by the exporters (``write_model``: the L2P network, the tree ensemble) an
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -34,6 +35,7 @@ KEY_TOOLCHAIN = "cnmtune.toolchain"          # {"kind": ..., "llvm_version": ...
 KEY_DATA_HASH = "cnmtune.training_data_hash"
 KEY_METRICS = "cnmtune.metrics"
 KEY_CONFIG = "cnmtune.model_config"          # L2PConfig.to_dict()
+KEY_GRAPH_DIGEST = "cnmtune.graph_sha256"    # graph_digest(): nodes and weights, checked on load
 
 #: Optional: which CostModel wrote the graph ("l2p" when absent, "gbt" for the tree ensemble).
 KEY_KIND = "cnmtune.model_kind"
@@ -43,7 +45,28 @@ KEY_QUANTIZATION = "cnmtune.quantization"
 INT8_SUFFIX = ".int8.onnx"
 
 REQUIRED_KEYS = (KEY_FORMAT, KEY_VERSION, KEY_SCHEMA, KEY_COLUMNS, KEY_TARGETS, KEY_TOOLCHAIN,
-                 KEY_DATA_HASH, KEY_METRICS, KEY_CONFIG)
+                 KEY_DATA_HASH, KEY_METRICS, KEY_CONFIG, KEY_GRAPH_DIGEST)
+
+
+def graph_digest(model: onnx.ModelProto) -> str:
+    """sha256 of the serialised graph: every node, attribute and weight (not the metadata)."""
+    return hashlib.sha256(model.graph.SerializeToString(deterministic=True)).hexdigest()
+
+
+def set_metadata(model: onnx.ModelProto, key: str, value) -> None:
+    """Set one metadata value (JSON text), replacing an earlier one."""
+    for i in reversed(range(len(model.metadata_props))):
+        if model.metadata_props[i].key == key:
+            del model.metadata_props[i]
+    model.metadata_props.add(key=key, value=json.dumps(value, sort_keys=True))
+
+
+def seal(model: onnx.ModelProto, path: str | os.PathLike) -> Path:
+    """Stamp the graph digest, check the model and write it atomically."""
+    set_metadata(model, KEY_GRAPH_DIGEST, graph_digest(model))
+    model.producer_name, model.producer_version = "cnmtune", __version__
+    onnx.checker.check_model(model)
+    return atomic_write(path, model.SerializeToString())
 
 
 def write_model(graph: onnx.ModelProto, path: str | os.PathLike, *, schema: FeatureSchema,
@@ -65,7 +88,5 @@ def write_model(graph: onnx.ModelProto, path: str | os.PathLike, *, schema: Feat
         **({KEY_KIND: kind} if kind else {}),
     }
     for key, value in metadata.items():
-        graph.metadata_props.add(key=key, value=json.dumps(value, sort_keys=True))
-    graph.producer_name, graph.producer_version = "cnmtune", __version__
-    onnx.checker.check_model(graph)
-    return atomic_write(path, graph.SerializeToString())
+        set_metadata(graph, key, value)
+    return seal(graph, path)

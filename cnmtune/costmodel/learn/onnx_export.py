@@ -27,8 +27,6 @@ import onnx
 import torch
 from torch import nn
 
-from cnmtune import __version__
-from cnmtune.atomic import atomic_write
 from cnmtune.costmodel.learn import model_format as fmt
 from cnmtune.costmodel.learn.model import Dense, L2PModel
 from cnmtune.costmodel.learn.samples import input_columns
@@ -121,7 +119,5 @@ def quantize_model(path: str | os.PathLike, output: str | os.PathLike | None = N
         graph.metadata_props.add(key=key, value=value)
     scheme = {"scheme": "dynamic-int8", "weights": "QInt8", "per_channel": per_channel,
               "activations": "QUInt8, per batch", "source": path.name, "fp32_nodes": raw_input_products}
-    graph.metadata_props.add(key=fmt.KEY_QUANTIZATION, value=json.dumps(scheme, sort_keys=True))
-    graph.producer_name, graph.producer_version = "cnmtune", __version__
-    onnx.checker.check_model(graph)
-    return atomic_write(output, graph.SerializeToString())
+    fmt.set_metadata(graph, fmt.KEY_QUANTIZATION, scheme)
+    return fmt.seal(graph, output)  # the quantised graph's own digest

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 from cnmtune.costmodel.learn import model_format as fmt
@@ -57,6 +58,7 @@ class Scorer:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ModelError(f"{self.path} is not a readable ONNX model ({reason})") from None
         self.metadata = self._metadata()
+        self._check_digest(data)
         self.schema = FeatureSchema.from_dict(self.metadata[fmt.KEY_SCHEMA])
         if self.schema.hash != self.metadata[fmt.KEY_SCHEMA].get("hash"):
             raise ModelError(f"{self.path}: metadata schema hash {self.metadata[fmt.KEY_SCHEMA].get('hash')} "
@@ -85,6 +87,17 @@ class Scorer:
             return {key: json.loads(raw[key]) for key in fmt.REQUIRED_KEYS}
         except json.JSONDecodeError as exc:
             raise ModelError(f"{self.path}: cnmtune metadata is not JSON ({exc})") from None
+
+    def _check_digest(self, data: bytes) -> None:
+        """Refuse a file whose graph (nodes, weights) is not the one its metadata was sealed with."""
+        try:
+            digest = fmt.graph_digest(onnx.load_from_string(data))
+        except Exception as exc:  # protobuf's DecodeError and onnx's own
+            raise ModelError(f"{self.path} is not a readable ONNX model ({exc})") from None
+        if digest != self.metadata[fmt.KEY_GRAPH_DIGEST]:
+            raise ModelError(f"{self.path}: its weights or graph differ from what was saved (sha256 {digest[:16]}, "
+                             f"sealed {str(self.metadata[fmt.KEY_GRAPH_DIGEST])[:16]}): the file is damaged; "
+                             "restore it or train the model again")
 
     def _check_graph(self) -> None:
         if self.columns != input_columns(self.schema):
@@ -140,4 +153,14 @@ class Scorer:
         rows = np.ascontiguousarray(rows)
         out = np.concatenate([self._session.run([fmt.OUTPUT_NAME], {fmt.INPUT_NAME: rows[i:i + self.chunk_rows]})[0]
                               for i in range(0, len(rows), self.chunk_rows)])
-        return Prediction(out, self.targets)
+        prediction = Prediction(out, self.targets)
+        bad = ~np.isfinite(out).all(axis=1)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            runtime = prediction.runtime_s
+            if runtime is not None:  # exp of a huge log time overflows, of a huge negative one underflows to 0
+                bad |= ~((runtime > 0) & np.isfinite(runtime))
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise ModelError(f"{self.path}: predicted log targets {out[row].tolist()} for row {row}, not a finite "
+                             "positive time: the model is unusable for these inputs")
+        return prediction

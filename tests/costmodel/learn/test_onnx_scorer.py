@@ -114,6 +114,37 @@ def test_wrong_schema_hash_names_both_hashes(exported, samples):
         Scorer(exported, expect_schema_hash="0123456789abcdef")
 
 
+def _largest_weight(model: onnx.ModelProto) -> onnx.TensorProto:
+    return max(model.graph.initializer, key=lambda t: np.prod(t.dims))
+
+
+def test_flipped_weight_bytes_are_refused(exported, tmp_path):
+    """200 bytes flipped inside the weights: the file still parses, the graph digest does not match."""
+    model = onnx.load(exported)
+    weights = _largest_weight(model)
+    raw = bytearray(onnx.numpy_helper.to_array(weights).tobytes())
+    middle = len(raw) // 2
+    raw[middle:middle + 200] = bytes(b ^ 0xFF for b in raw[middle:middle + 200])
+    array = np.frombuffer(bytes(raw), dtype=onnx.numpy_helper.to_array(weights).dtype).reshape(weights.dims)
+    weights.CopyFrom(onnx.numpy_helper.from_array(array, weights.name))
+    damaged = tmp_path / "damaged.onnx"
+    damaged.write_bytes(model.SerializeToString())
+    with pytest.raises(ModelError, match=r"damaged\.onnx: its weights or graph differ .* the file is damaged"):
+        Scorer(damaged)
+
+
+def test_a_prediction_that_is_not_a_finite_positive_time_is_refused(exported, splits, tmp_path):
+    """A sealed model whose weights blow up (not damage: a bad model) is stopped at predict, named."""
+    model = onnx.load(exported)
+    weights = _largest_weight(model)
+    weights.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(weights) * np.float32(1e30),
+                                                  weights.name))
+    fmt.seal(model, tmp_path / "wild.onnx")
+    scorer = Scorer(tmp_path / "wild.onnx")
+    with pytest.raises(ModelError, match=r"wild\.onnx: predicted log targets .* not a finite positive time"):
+        scorer.predict(splits[2].X[:8])
+
+
 def test_bad_inputs_are_refused(exported, splits):
     scorer = Scorer(exported)
     X = splits[2].X[:4].copy()
