@@ -84,6 +84,7 @@ def _print_report(report: GenerationReport) -> None:
         ("compile outcomes", _counts(report.compile_status)),
         ("run outcomes", _counts(report.run_status)),
         ("grid points skipped", _counts(_by_rule(report.invalid_points)) or "none"),
+        ("units left to another generator", str(report.left_to_others)),
         ("wall time", f"{report.seconds:.1f} s"),
     ]
     for label, value in rows:
