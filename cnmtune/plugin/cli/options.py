@@ -1,10 +1,16 @@
-"""Option values every command parses the same way: defines, integer lists, sizes."""
+"""Options every command declares and parses the same way: defines, workload parameters, integer
+lists, sizes."""
 
 from __future__ import annotations
+
+import typer
 
 from cnmtune.errors import CnmtuneError, KernelError
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.workload import DefineValue
+
+DEFINES = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable")
+PARAMS = typer.Option([], "--param", help="workload parameter NAME=VALUE, repeatable")
 
 
 def parse_defines(items: list[str]) -> dict[str, DefineValue]:
@@ -16,6 +22,11 @@ def parse_defines(items: list[str]) -> dict[str, DefineValue]:
             raise CnmtuneError(f"malformed define {item!r}; use -D NAME or -D NAME=VALUE")
         defines[key] = (int(value) if value.lstrip("-").isdigit() else value) if sep else None
     return defines
+
+
+def parse_params(kernel: Kernel, items: list[str]) -> dict[str, object]:
+    """Turn ['n_cols=128'] into {'n_cols': 128}, typed as the parameter's default in `kernel`'s workload."""
+    return dict(kernel.workload.parse_param(item) for item in items)
 
 
 def int_list(text: str, option: str, error: type[CnmtuneError] = CnmtuneError) -> tuple[int, ...]:

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from cnmtune.passes import Pipeline
-from cnmtune.plugin.cli.options import kernel_size, parse_defines
+from cnmtune.plugin.cli.options import DEFINES, PARAMS, kernel_size, parse_defines, parse_params
 from cnmtune.plugin.cli.output import console, emit_json
 from cnmtune.runtime.registry import find_runnable_kernel
 from cnmtune.runtime.toolchain import Variant
@@ -21,8 +21,8 @@ def run_command(
     tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
     dpus: int = typer.Option(1, "--dpus", "-d", help="number of DPUs"),
     size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),
-    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
-    param: list[str] = typer.Option([], "--param", help="workload parameter NAME=VALUE, repeatable"),
+    define: list[str] = DEFINES,
+    param: list[str] = PARAMS,
     seed: int = typer.Option(0, "--seed", help="input generator seed"),
     device: str = typer.Option("sim", "--device",
                                help="sim (cnmtune's simulator), upmem-sim (UPMEM SDK simulator) or upmem-hw"),
@@ -34,9 +34,8 @@ def run_command(
 
     target = make_target(device, sdk_dir=sdk_dir)
     kernel = find_runnable_kernel(kernel_dir)
-    params = dict(kernel.workload.parse_param(p) for p in param)
     variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, parse_defines(define))
-    result = target.run(variant, dpus, kernel_size(kernel, size), seed=seed, params=params)
+    result = target.run(variant, dpus, kernel_size(kernel, size), seed=seed, params=parse_params(kernel, param))
     if as_json:
         emit_json(result.to_dict())
         return
