@@ -2,9 +2,11 @@
 
 A ``CompileJob`` builds one pipeline of one kernel at several tasklet counts and reads each
 binary's features; a ``RunJob`` rebuilds one binary (a build-cache hit on the worker that
-compiled it) and runs it on the simulator at several (DPUs, size) points. Failures come back as
-records with their reason, never as exceptions, so a batch goes on. Only the coordinator writes
-the store (``record_results``), in one transaction per batch.
+compiled it) and runs it on the simulator at several (DPUs, size) points. Both build with the
+workload's defines updated by the job's (none: the workload's own build); a run passes the job's
+workload parameters (none: the workload's defaults). Failures come back as records with their
+reason, never as exceptions, so a batch goes on. Only the coordinator writes the store
+(``record_results``), in one transaction per batch.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from cnmtune.errors import (CnmtuneError, CompileError, IramOverflow, SimFault, 
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.target import SimTarget
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+from cnmtune.runtime.workload import DefineValue
 from cnmtune.store import CompileRecord, RunRecord, Status, Store, defines_key
 
 
@@ -30,6 +33,7 @@ class CompileJob:
     kernel_dir: str
     pipeline: str
     tasklets: tuple[int, ...]
+    defines: tuple[tuple[str, DefineValue], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class RunJob:
     sim_config: str
     budget: int
     input_seed: int
+    defines: tuple[tuple[str, DefineValue], ...] = ()
+    params: tuple[tuple[str, object], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,7 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
     schema = default_schema()
     out = []
     for tasklets in job.tasklets:
-        variant = Variant.of(kernel, job.pipeline, tasklets)
+        variant = Variant.of(kernel, job.pipeline, tasklets, dict(job.defines))
         key = defines_key(dict(variant.defines))
         start = time.perf_counter()
         try:
@@ -103,7 +109,7 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
 def run_job(job: RunJob) -> list[RunRecord]:
     """Worker side: rebuild the binary (a build-cache hit where it was compiled) and run it."""
     kernel = kernel_of(job.kernel_dir)
-    binary = _toolchain().compile(Variant.of(kernel, job.pipeline, job.tasklets))
+    binary = _toolchain().compile(Variant.of(kernel, job.pipeline, job.tasklets, dict(job.defines)))
     target = SimTarget(job.sim_config, job.budget)
     config = target.config
     out = []
@@ -118,7 +124,7 @@ def run_job(job: RunJob) -> list[RunRecord]:
                               "is not reproducible on this worker", start))
             continue
         try:
-            result = target.run_binary(binary, dpus, size, job.input_seed)
+            result = target.run_binary(binary, dpus, size, job.input_seed, dict(job.params))
         except CnmtuneError as exc:
             out.append(failed(_status(exc), str(exc), start))
             continue

@@ -1,8 +1,9 @@
 """The run-configuration grid of a tuning or dataset sweep: DPUs x tasklets x problem sizes.
 
 Validity follows the L2P protocol and the hardware: tasklets in 1..24, tasklets >= DPUs (L2P
-keeps only T >= D), and the workload must accept the combination (its WRAM and define checks
-run in its constructor). Invalid points are returned with their reason, not silently dropped.
+keeps only T >= D), and the workload must accept the combination with the given defines and
+parameters (its WRAM and define checks run in its constructor: a larger block define can leave
+room for fewer tasklets). Invalid points are returned with their reason, not silently dropped.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from cnmtune.dpu.memory_map import MAX_TASKLETS
 from cnmtune.errors import KernelError
 from cnmtune.runtime.kernel import Kernel
+from cnmtune.runtime.workload import DefineValue
 
 
 @dataclass(frozen=True, order=True)
@@ -36,19 +38,23 @@ class GridPoint:
 
 
 def config_grid(kernel: Kernel, dpus: list[int], tasklets: list[int], sizes: list[int | str],
-                tasklets_at_least_dpus: bool = True) -> list[GridPoint]:
-    """Every (DPUs, tasklets, size) combination for `kernel`, each marked valid or not."""
+                tasklets_at_least_dpus: bool = True, defines: dict[str, DefineValue] | None = None,
+                params: dict[str, object] | None = None) -> list[GridPoint]:
+    """Every (DPUs, tasklets, size) combination for `kernel` built with `defines` and run with
+    `params` (none: the workload's own), each marked valid or not."""
     points = []
     for size in sizes:
         total = kernel.workload.preset(size) if isinstance(size, str) else size
         for d in dpus:
             for t in tasklets:
                 config = RunConfig(d, t, total)
-                points.append(GridPoint(config, _invalid(kernel, config, tasklets_at_least_dpus)))
+                points.append(GridPoint(config, _invalid(kernel, config, tasklets_at_least_dpus, defines,
+                                                         params or {})))
     return points
 
 
-def _invalid(kernel: Kernel, config: RunConfig, tasklets_at_least_dpus: bool) -> str:
+def _invalid(kernel: Kernel, config: RunConfig, tasklets_at_least_dpus: bool,
+             defines: dict[str, DefineValue] | None, params: dict[str, object]) -> str:
     if not 1 <= config.tasklets <= MAX_TASKLETS:
         return f"{config.tasklets} tasklets (a DPU runs 1..{MAX_TASKLETS})"
     if config.dpus < 1:
@@ -56,7 +62,7 @@ def _invalid(kernel: Kernel, config: RunConfig, tasklets_at_least_dpus: bool) ->
     if tasklets_at_least_dpus and config.tasklets < config.dpus:
         return f"tasklets {config.tasklets} < DPUs {config.dpus} (L2P keeps T >= D)"
     try:
-        kernel.workload(config.size, config.dpus, config.tasklets)
+        kernel.workload(config.size, config.dpus, config.tasklets, defines, **params)
     except KernelError as exc:
         return str(exc)
     return ""
