@@ -13,10 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.cli.options import int_list, size_value
+from cnmtune.plugin.cli.options import DEFINES, PARAMS, int_list, parse_defines, parse_params, size_value
 from cnmtune.plugin.cli.output import console, emit_json, err_console, note, warn
 from cnmtune.plugin.tune import TuneReport, TuneSpec, tune
 from cnmtune.runtime.executor import make_executor
+from cnmtune.runtime.registry import find_kernel
 from cnmtune.store import Store
 
 
@@ -27,6 +28,8 @@ def tune_command(
     seed: int = typer.Option(0, "--seed", help="seed of the random pass sequences"),
     dpus: str = typer.Option("1,2,4,8,16", "--dpus", help="DPU counts to consider"),
     tasklets: str = typer.Option("1,2,4,8,16", "--tasklets", help="tasklet counts to consider"),
+    define: list[str] = DEFINES,
+    param: list[str] = PARAMS,
     top_k: int = typer.Option(10, "--top-k", "-k", help="candidates to execute"),
     budget_s: Optional[float] = typer.Option(None, "--budget-s", help="stop executing candidates after this long"),
     device: str = typer.Option("sim", "--device", help="where to execute: sim, upmem-sim or upmem-hw"),
@@ -53,7 +56,9 @@ def tune_command(
                     dpus=int_list(dpus, "dpus"), tasklets=int_list(tasklets, "tasklets"), top_k=top_k,
                     model=str(model) if model else None,
                     exhaustive=exhaustive, budget_s=budget_s, device=device,
-                    sdk_dir=str(sdk_dir) if sdk_dir else None, finetune_samples=finetune_samples)
+                    sdk_dir=str(sdk_dir) if sdk_dir else None, finetune_samples=finetune_samples,
+                    defines=tuple(parse_defines(define).items()),
+                    params=tuple(parse_params(find_kernel(kernel), param).items()))
     with Store(db) if db is not None else nullcontext() as store, make_executor(workers, scheduler) as executor, \
             Progress(TextColumn("{task.description:8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                      console=err_console, transient=True) as bar:
@@ -80,7 +85,6 @@ def _save(spec: TuneSpec, report: TuneReport) -> tuple[Path, dict[int, str]] | N
     """Record the tuned pipelines in the tuning cache (cnmtune-cc applies them): the cache's path
     and the pipeline recorded per tasklet count; None (and a warning) when nothing verified."""
     from cnmtune.plugin.tune.cache import TuningCache, record_tune
-    from cnmtune.runtime.registry import find_kernel
     from cnmtune.runtime.toolchain import ProxyToolchain
 
     if report.chosen is None:
@@ -115,8 +119,10 @@ def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> 
 
 def _top_table(report: TuneReport, ids: dict[str, str]) -> Table:
     """The top-k candidates as scored and run; the chosen one marked *."""
-    table = Table(title=f"{report.kernel}, size {report.size:,}: top {len(report.top)} of {report.candidates} "
-                        f"candidates ({report.variants} variants)", caption_justify="left",
+    given = "".join(f", {k}" if v is None else f", {k}={v}" for k, v in [*report.defines.items(),
+                                                                         *report.params.items()])
+    table = Table(title=f"{report.kernel}{given}, size {report.size:,}: top {len(report.top)} of "
+                        f"{report.candidates} candidates ({report.variants} variants)", caption_justify="left",
                   caption="model: the cost model's prediction; speedup: over the default build; +N: N more "
                           "pipelines built the same binary")
     # short headers, every cell wraps (never cut to an ellipsis): the table fits 80 columns

@@ -1,5 +1,6 @@
-"""The build role of a tune: compile every pipeline of the space at every tasklet count in worker
-processes, read each binary's features, and turn distinct (binary, DPUs) pairs into candidates."""
+"""The build role of a tune: compile every pipeline of the space at every tasklet count (with the
+space's defines) in worker processes, read each binary's features, and turn distinct (binary,
+DPUs) pairs into candidates."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def build(kernel: Kernel, space: Space, executor: Executor, progress: Callable[[
     """Compile the space; `on_compiled` sees every result, failures included."""
     start = time.perf_counter()
     for text in space.pipelines:
-        executor.submit(compile_job, CompileJob(str(kernel.root), text, space.tasklets))
+        executor.submit(compile_job, CompileJob(str(kernel.root), text, space.tasklets, space.defines))
     results: list[CompileResult] = []
     for done, outcome in enumerate(executor.results(), 1):
         if outcome.ok:

@@ -316,14 +316,15 @@ def _best_by_tasklets(report: TuneReport) -> dict[int, Candidate]:
 
 def record_tune(cache: TuningCache, kernel: Kernel, spec: TuneSpec, report: TuneReport,
                 toolchain_identity: str = "") -> list[tuple[TuningKey, TunedEntry]]:
-    """Record a tune of `kernel` (built with the workload's default defines on the proxy
-    toolchain) under the key of each of the kernel's sources: for every tasklet count of the
-    measured top-k, the pipeline `_best_by_tasklets` picks (the tuner's choice for its own
-    count; never one the default O2 build beat on as many DPUs). Returns what was recorded."""
-    defines = kernel.workload.resolve_defines(None)
+    """Record a tune of `kernel` (built with the workload's defines updated by the tune's on the
+    proxy toolchain) under the key of each of the kernel's sources with those defines: for every
+    tasklet count of the measured top-k, the pipeline `_best_by_tasklets` picks (the tuner's
+    choice for its own count; never one the default O2 build beat on as many DPUs). Returns what
+    was recorded."""
+    defines = kernel.workload.resolve_defines(dict(spec.defines))
     tuner = {"size": report.size, "pipelines": spec.pipelines, "seed": spec.seed, "length": spec.length,
              "dpus": list(spec.dpus), "tasklets": list(spec.tasklets), "top_k": spec.top_k,
-             "model": spec.model or "shipped", "sim_config": spec.sim_config}
+             "model": spec.model or "shipped", "sim_config": spec.sim_config, "params": dict(spec.params)}
     recorded = []
     for tasklets, c in sorted(_best_by_tasklets(report).items()):
         # the default build is named by its own pipeline, not by the first one with the same ELF
@@ -337,7 +338,7 @@ def record_tune(cache: TuningCache, kernel: Kernel, spec: TuneSpec, report: Tune
             kernel=kernel.name, size=report.size, chosen=c is report.chosen, toolchain_identity=toolchain_identity,
             tuner=tuner, recorded_at=_now())
         for source in kernel.sources:
-            key = key_for([source], {**defines, TASKLETS: tasklets, STACK: DEFAULT_STACK_SIZE}, "proxy",
+            key = key_for([source], {STACK: DEFAULT_STACK_SIZE, **defines, TASKLETS: tasklets}, "proxy",
                           kernel.include_dirs)
             sourced = TunedEntry.from_dict({**entry.to_dict(), "source": str(source)})
             cache.record(key, sourced)

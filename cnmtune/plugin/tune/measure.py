@@ -3,7 +3,8 @@
 Targets whose runs are pure (the simulator: ``exclusive`` False) run in worker processes, all
 at once unless a time budget asks for one batch per worker at a time, and a run the store
 already holds is re-used instead. Exclusive targets (UPMEM hardware or the SDK simulator) run
-one candidate at a time in this process, rebuilt with the target's own toolchain.
+one candidate at a time in this process, rebuilt with the target's own toolchain. Every run is
+built with the space's defines and given its workload parameters.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.jobs import RunJob, run_job
 from cnmtune.plugin.tune.record import MeasureCallback
 from cnmtune.plugin.tune.report import Candidate
+from cnmtune.plugin.tune.space import Space
 from cnmtune.runtime.executor import Executor
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.target import Target
@@ -26,10 +28,10 @@ Progress = Callable[[str, int, int], None]
 
 
 class Measurer(abc.ABC):
-    """Runs candidates of one kernel at one size; counts what it executed and re-used."""
+    """Runs candidates of one kernel at one size in one space; counts what it executed and re-used."""
 
-    def __init__(self, kernel: Kernel, size: int, progress: Progress):
-        self.kernel, self.size, self.progress = kernel, size, progress
+    def __init__(self, kernel: Kernel, size: int, space: Space, progress: Progress):
+        self.kernel, self.size, self.space, self.progress = kernel, size, space, progress
         self.executed = self.reused = 0
 
     @abc.abstractmethod
@@ -40,9 +42,10 @@ class Measurer(abc.ABC):
 class PooledMeasurer(Measurer):
     """Simulator runs in worker processes, re-using and recording runs in the store."""
 
-    def __init__(self, kernel: Kernel, size: int, progress: Progress, target: Target, executor: Executor,
-                 store: Store | None, callbacks: Sequence[MeasureCallback], sim_config: str, budget: int):
-        super().__init__(kernel, size, progress)
+    def __init__(self, kernel: Kernel, size: int, space: Space, progress: Progress, target: Target,
+                 executor: Executor, store: Store | None, callbacks: Sequence[MeasureCallback], sim_config: str,
+                 budget: int):
+        super().__init__(kernel, size, space, progress)
         self.target, self.executor, self.store, self.callbacks = target, executor, store, callbacks
         self.sim_config, self.budget = sim_config, budget
 
@@ -72,7 +75,8 @@ class PooledMeasurer(Measurer):
     def _run_group(self, group: list[Candidate], done: int, total: int) -> int:
         for c in group:
             self.executor.submit(run_job, RunJob(str(self.kernel.root), c.pipeline, c.tasklets, c.elf_hash,
-                                                 ((c.dpus, self.size),), self.sim_config, self.budget, 0))
+                                                 ((c.dpus, self.size),), self.sim_config, self.budget, 0,
+                                                 self.space.defines, self.space.params))
         by_key = {(c.elf_hash, c.dpus): c for c in group}
         records: list[RunRecord] = []
         for outcome in self.executor.results():
@@ -100,8 +104,8 @@ class PooledMeasurer(Measurer):
 class InProcessMeasurer(Measurer):
     """One candidate at a time on an exclusive target, rebuilt with the target's toolchain."""
 
-    def __init__(self, kernel: Kernel, size: int, progress: Progress, target: Target):
-        super().__init__(kernel, size, progress)
+    def __init__(self, kernel: Kernel, size: int, space: Space, progress: Progress, target: Target):
+        super().__init__(kernel, size, space, progress)
         self.target = target
 
     def measure(self, candidates: Sequence[Candidate], budget_s: float | None) -> None:
@@ -111,7 +115,8 @@ class InProcessMeasurer(Measurer):
                 c.status = "skipped: time budget spent"
                 continue
             try:
-                result = self.target.run(Variant.of(self.kernel, c.pipeline, c.tasklets), c.dpus, self.size)
+                variant = Variant.of(self.kernel, c.pipeline, c.tasklets, dict(self.space.defines))
+                result = self.target.run(variant, c.dpus, self.size, params=dict(self.space.params))
                 c.measured_s, c.status = result.kernel_s, "verified"
             except CnmtuneError as exc:
                 c.status = f"error: {exc}"

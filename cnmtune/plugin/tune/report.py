@@ -47,6 +47,8 @@ class TuneReport:
     reused: int = 0
     exhaustive: dict | None = None
     finetune: dict | None = None
+    defines: dict = field(default_factory=dict)  # given over the workload's, in every build
+    params: dict = field(default_factory=dict)  # given workload parameters, in every run
 
     @property
     def chosen_is_default(self) -> bool:
@@ -70,8 +72,8 @@ class TuneReport:
 
     def to_dict(self) -> dict:
         """JSON-safe form (a NaN or infinite number is None: JSON has no NaN)."""
-        return _finite({"kernel": self.kernel, "size": self.size, "variants": self.variants,
-                "candidates": self.candidates, "compile_failures": self.compile_failures,
+        return _finite({"kernel": self.kernel, "size": self.size, "defines": self.defines, "params": self.params,
+                "variants": self.variants, "candidates": self.candidates, "compile_failures": self.compile_failures,
                 "executed": self.executed, "reused_measurements": self.reused,
                 "top": [c.to_dict() for c in self.top],
                 "chosen": self.chosen.to_dict() if self.chosen else None,

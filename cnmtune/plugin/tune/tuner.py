@@ -1,6 +1,7 @@
 """The autotuner: enumerate pipelines x configurations, score every variant statically, run the top-k.
 
-One tune of a kernel at one problem size:
+One tune of a kernel at one problem size, every build with the workload's defines updated by
+``defines`` (-D) and every run with the workload parameters ``params`` (--param):
 1. the pipeline set (O0..O3 + seeded random sequences) x the tasklet counts of the grid are
    compiled in parallel (build cache; identical ELFs are one candidate) and their features read;
 2. every (binary, DPUs) candidate on the grid is scored in one batch by the ONNX cost model;
@@ -8,15 +9,18 @@ One tune of a kernel at one problem size:
    candidates spread evenly over the predicted-faster half of the ranking are run, the model's
    torch checkpoint (X.pt beside X.onnx) is fine-tuned on their measured times as in L2P's
    transfer (first 6 blocks frozen), and every candidate is scored again;
-3. the default build (the workload's own, see space; on the largest DPU count its tasklets run
-   on) is always run, then the k candidates with the lowest predicted kernel time (verified), in
-   predicted order until the optional execution time budget is spent; the fastest verified run is
-   chosen, the default when nothing beats it: a tune never returns a variant slower than the default.
+3. the default build (the workload's own with those defines and parameters, see space; on the
+   largest DPU count its tasklets run on) is always run, then the k candidates with the lowest
+   predicted kernel time (verified), in predicted order until the optional execution time budget
+   is spent; the fastest verified run is chosen, the default when nothing beats it: a tune never
+   returns a variant slower than the default.
 With a store, every compile, feature vector and run is recorded and a later tune of the same
-kernel re-uses the recorded runs instead of executing again. On a UPMEM target ('upmem-sim',
-'upmem-hw') candidates are still scored from their proxy binaries' features (the model's
-schema) and each chosen pipeline is rebuilt with the UPMEM SDK and measured there, one at a
-time in this process; UPMEM runs are not recorded in the store, which keys runs by proxy ELF.
+kernel re-uses the recorded runs instead of executing again; runs with workload parameters are
+neither re-used nor recorded (the store keys a run by binary, DPUs, tasklets and size, not by the
+parameters it was given). On a UPMEM target ('upmem-sim', 'upmem-hw') candidates are still
+scored from their proxy binaries' features (the model's schema) and each chosen pipeline is
+rebuilt with the UPMEM SDK and measured there, one at a time in this process; UPMEM runs are not
+recorded in the store, which keys runs by proxy ELF.
 ``exhaustive`` also runs every candidate, to measure the regret of the top-k choice and how
 much faster the tuner was.
 
@@ -45,6 +49,7 @@ from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET
 from cnmtune.runtime.target import Target, make_target
+from cnmtune.runtime.workload import DefineValue
 from cnmtune.store import Store
 
 __all__ = ["TuneSpec", "tune"]
@@ -70,6 +75,8 @@ class TuneSpec:
     device: str = "sim"
     sdk_dir: str | None = None
     finetune_samples: int = 0
+    defines: tuple[tuple[str, DefineValue], ...] = ()  # over the workload's, in every build
+    params: tuple[tuple[str, object], ...] = ()  # the workload's parameters in every run
 
 
 def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
@@ -78,10 +85,12 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
     progress = progress or (lambda *_: None)
     target = make_target(spec.device, sim_config=spec.sim_config, budget=spec.budget, sdk_dir=spec.sdk_dir)
     kernel = find_kernel(spec.kernel)
+    kernel.workload.resolve_defines(dict(spec.defines))  # a define the kernel refuses: one error before any work
     size = kernel.workload.preset(spec.size) if isinstance(spec.size, str) else int(spec.size)
     schema = default_schema()
     path, model = load_model(spec.model, schema)
-    space = search_space(kernel, size, spec.pipelines, spec.seed, spec.length, spec.dpus, spec.tasklets)
+    space = search_space(kernel, size, spec.pipelines, spec.seed, spec.length, spec.dpus, spec.tasklets,
+                         spec.defines, spec.params)
     callbacks = [RecordInStore(store, schema.hash)] if store is not None else []
     built = build(kernel, space, executor, progress, lambda results: [c.compiled(results) for c in callbacks])
     seconds = {"features": built.features_s, "compile": built.compile_s}
@@ -90,7 +99,7 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
     start = time.perf_counter()
     X = score(model, path, candidates, found.features, size, schema)
     seconds["scoring"] = time.perf_counter() - start
-    measurer = _measurer(spec, kernel, size, target, executor, store, callbacks, progress)
+    measurer = _measurer(spec, kernel, size, space, target, executor, store, callbacks, progress)
     finetuned, tuned_on = None, []
     if spec.finetune_samples:
         start = time.perf_counter()
@@ -109,19 +118,24 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
     verified = [c for c in runs + tuned_on if c.measured_s is not None]
     chosen = min(verified, key=lambda c: c.measured_s) if verified else None
     report = TuneReport(kernel.name, size, sum(len(c.pipelines) for c in candidates), len(candidates), top,
-                        chosen, default, seconds, built.failures, finetune=finetuned)
+                        chosen, default, seconds, built.failures, finetune=finetuned, defines=dict(spec.defines),
+                        params=dict(spec.params))
     if spec.exhaustive:
         report.exhaustive = _exhaustive(measurer, candidates, chosen, seconds)
     report.executed, report.reused = measurer.executed, measurer.reused
     return report
 
 
-def _measurer(spec: TuneSpec, kernel: Kernel, size: int, target: Target, executor: Executor,
+def _measurer(spec: TuneSpec, kernel: Kernel, size: int, space: Space, target: Target, executor: Executor,
               store: Store | None, callbacks: list[MeasureCallback], progress) -> Measurer:
-    """Worker processes and the store for pure targets, this process for exclusive ones."""
+    """Worker processes and the store for pure targets (not the store for runs with workload
+    parameters: it does not key runs by them), this process for exclusive ones."""
     if target.exclusive:
-        return InProcessMeasurer(kernel, size, progress, target)
-    return PooledMeasurer(kernel, size, progress, target, executor, store, callbacks, spec.sim_config, spec.budget)
+        return InProcessMeasurer(kernel, size, space, progress, target)
+    if spec.params:
+        store, callbacks = None, []
+    return PooledMeasurer(kernel, size, space, progress, target, executor, store, callbacks, spec.sim_config,
+                          spec.budget)
 
 
 def _default(found: Candidates, space: Space) -> Candidate | None:
