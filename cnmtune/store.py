@@ -18,10 +18,8 @@ from this host; the owner releases it in the transaction that records its result
 
 from __future__ import annotations
 
-import csv
 import json
 import os
-import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -31,7 +29,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Self
 
+from cnmtune.claims import ClaimOwner
 from cnmtune.errors import CnmtuneError, SchemaMismatch, StoreError
+from cnmtune.table_file import write_table
 
 __all__ = [
     "SCHEMA_VERSION", "ClaimOwner", "CompileRecord", "RunRecord", "Status", "Store", "StoreError",
@@ -151,32 +151,6 @@ class RunRecord:
     def ok(self) -> bool:
         """True when the run finished and its result was verified."""
         return self.status is Status.OK and self.verified
-
-
-@dataclass(frozen=True)
-class ClaimOwner:
-    """Who holds claims: one writer, named by its host, process id and start time."""
-
-    host: str
-    pid: int
-    started: float
-
-    @classmethod
-    def this_process(cls) -> ClaimOwner:
-        """A new owner for a writer starting now in this process."""
-        return cls(socket.gethostname(), os.getpid(), time.time())
-
-    def gone(self) -> bool:
-        """True when the owner ran on this host and its process no longer exists."""
-        if self.host != socket.gethostname():
-            return False  # another host's process cannot be seen: only its lease tells
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:  # alive, another user's
-            return False
-        return False
 
 
 @dataclass(frozen=True)
@@ -559,32 +533,8 @@ class Store:
         is given. ``metadata`` goes into a Parquet file's key-value metadata (ignored for CSV).
         The file is written next to its target and renamed, so no half file is kept.
         """
-        path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix not in (".csv", ".parquet"):
-            raise StoreError(f"cannot export to {path}: use a .csv or .parquet file name")
         header, rows = self._table(table, schema_hash)
-        tmp = path.with_name(path.name + ".tmp")
-        try:
-            if suffix == ".csv":
-                with open(tmp, "w", newline="") as fh:
-                    writer = csv.writer(fh)
-                    writer.writerow(header)
-                    writer.writerows(rows)
-            else:
-                try:
-                    import pyarrow
-                    import pyarrow.parquet
-                except ImportError as exc:
-                    raise StoreError("export to .parquet needs the package 'pyarrow' (pip "
-                                     "install pyarrow), or export to .csv") from exc
-                columns = {name: [r[i] for r in rows] for i, name in enumerate(header)}
-                arrow = pyarrow.table(columns).replace_schema_metadata(dict(metadata or {}))
-                pyarrow.parquet.write_table(arrow, tmp, compression="zstd")
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return path
+        return write_table(path, header, rows, metadata)
 
     def _table(self, table: str, schema_hash: str | None) -> tuple[list[str], list[tuple]]:
         if table == "compiles":
