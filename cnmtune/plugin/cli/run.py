@@ -44,6 +44,7 @@ def run_command(
     rows = [
         ("kernel time (ms)", f"{result.kernel_s * 1e3:.4f}  ({result.launches} launch(es))"),
         ("CPU->DPU transfers (ms)", f"{result.host_to_dpu_s * 1e3:.4f}"),
+        ("Inter-DPU transfers (ms)", f"{result.inter_dpu_s * 1e3:.4f}"),
         ("DPU->CPU transfers (ms)", f"{result.dpu_to_host_s * 1e3:.4f}"),
     ]
     if target.counts:  # the UPMEM SDK measures times only; cnmtune's simulator also counts
