@@ -49,6 +49,7 @@ PARAMETERS: dict[str, Parameter] = {p.name: p for p in (
     _p("dma_write_alpha", "dma_write_alpha", 1, float, "cycles", "WRAM->MRAM DMA latency"),
     _p("dma_beta", "dma_beta", 1, float, "cycles/B", "DMA cost per byte"),
     _p("dma_overhead", "dma_engine_overhead", 1, float, "cycles", "DMA engine occupancy per transfer"),
+    _p("wram_dma_share", "wram_dma_share", 1, float, "", "issue slots the DMA engine's WRAM accesses take"),
     _p("mram_access_bytes", "mram_direct_access_bytes", 1, int, "B", "bytes moved by a direct MRAM load/store"),
     _p("launch_overhead_us", "launch_overhead_s", 1e-6, float, "us", "host cost of one launch"),
     _p("host_to_dpu_gbps", "host_to_dpu_Bps", 1e9, float, "GB/s", "CPU->DPU bandwidth of one DPU"),

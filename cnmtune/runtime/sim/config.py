@@ -103,6 +103,10 @@ class DpuConfig:
     dma_write_alpha: float = 61.0
     dma_beta: float = 0.5
     dma_engine_overhead: float = 0.0
+    # share of the pipeline's issue slots the DMA engine takes while it transfers: its WRAM side
+    # moves 1 / dma_beta = 2 B per cycle through the 8-byte WRAM port the pipeline's loads and
+    # stores use, one port cycle in 4 (derived, U: no source measures the contention itself)
+    wram_dma_share: float = 0.25
     mram_direct_access_bytes: int = 8
     launch_overhead_s: float = 20e-6
     host_to_dpu_Bps: float = 0.33e9
@@ -119,8 +123,10 @@ class DpuConfig:
     routine_costs: tuple[RoutineCost, ...] = field(default=DEFAULT_ROUTINE_COSTS)
 
     def __post_init__(self) -> None:
-        if self.revolver_period < 1 or self.frequency_hz <= 0 or self.dma_beta < 0:
-            raise ValueError("DpuConfig: frequency > 0, revolver_period >= 1, dma_beta >= 0")
+        if self.revolver_period < 1 or self.frequency_hz <= 0 or self.dma_beta < 0 \
+                or not 0 <= self.wram_dma_share < 1:
+            raise ValueError("DpuConfig: frequency > 0, revolver_period >= 1, dma_beta >= 0, "
+                             "0 <= wram_dma_share < 1")
 
     @property
     def hash(self) -> str:

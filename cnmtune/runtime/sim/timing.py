@@ -4,7 +4,10 @@ Issue: a tasklet issues at most one instruction every `revolver_period` cycles a
 most one per cycle, so n runnable tasklets each advance at 1 / max(period, n) slots per cycle
 (processor sharing; exact for the steady state of the revolver scheduler). DMA: the issuing
 tasklet blocks; one engine per DPU serves requests in order, each occupying it for
-beta * bytes (+ a fixed overhead) and completing alpha + beta * bytes after it starts.
+beta * bytes (+ a fixed overhead) and completing alpha + beta * bytes after it starts. While the
+engine transfers, its WRAM accesses take `wram_dma_share` of the pipeline's slots (the two share
+the WRAM port), so the DPU issues at most 1 - share per cycle: n tasklets then advance at
+1 / max(period, n / (1 - share)); below saturation the revolver, not the port, bounds them.
 Synchronisation (barrier, semaphore, handshake, atomic bits) follows the UPMEM runtime's
 semantics in model time. A tasklet spinning on a taken lock waits for its release without
 issuing (a DPU spinner would issue an acquire every revolver period: the model is slightly
@@ -127,20 +130,22 @@ class DpuTimeline:
     def run(self) -> DpuTiming:
         """Boot tasklet 0, run until every booted tasklet has stopped, return the timing.
 
-        The loop inlines the per-event work of the common cases (_leave, _to_ready, _dma, _resume:
-        the hot path); other actions go through _act. `now` and `virtual` only change here, so
+        The loop inlines the per-segment work of the common cases (_dma, _resume: the hot path);
+        other actions go through _act. `now` and `virtual` only change here, so
         their local copies stay valid while the methods it calls read self.now and self.virtual.
         """
         self._resume(0, None)
         cfg, period = self.config, self.config.revolver_period
         beta, overhead, read_alpha, write_alpha = cfg.dma_beta, cfg.dma_engine_overhead, cfg.dma_read_alpha, \
             cfg.dma_write_alpha
+        port_capacity = 1.0 - cfg.wram_dma_share  # issue slots per cycle while the engine transfers
         run_heap, wake_heap, ready = self._run_heap, self._wake_heap, self._ready
-        state, since, issue, dma_wait, sync_wait = self.state, self.since, self.issue, self.dma_wait, self.sync_wait
+        state, since = self.state, self.since
         pending_of, current, resume_value = self.pending, self.current, self.resume_value
         slots_of, instructions_of = self.slots, self.instructions
         heappop, heappush, popleft, inf = heapq.heappop, heapq.heappush, ready.popleft, math.inf
         step, act, segment_slots = self.source.step, self._act, self._segment_slots
+        leave, to_ready = self._leave, self._to_ready
         now, virtual = self.now, self.virtual
         while True:
             while ready:  # _drain_ready
@@ -186,11 +191,15 @@ class DpuTimeline:
                     self._dma(t, seg.mram_accesses * cfg.mram_direct_access_bytes, read_alpha * seg.mram_accesses, 0)
             if not run_heap and not wake_heap:
                 return self._finish()
-            running = self._running
-            rate = 1.0 / (running if running > period else period)  # noqa: FURB136 (1 / max(period, running))
+            running, engine_free = self._running, self.engine_free
+            sharing = engine_free > now  # the engine transfers until engine_free, sharing the WRAM port
+            demand = running / port_capacity if sharing else running
+            rate = 1.0 / (demand if demand > period else period)  # noqa: FURB136 (1 / max(period, demand))
             t_run = now + (run_heap[0][0] - virtual) / rate if run_heap else inf
             t_dma = wake_heap[0][0] if wake_heap else inf
             t_next = t_dma if t_dma < t_run else t_run  # noqa: FURB136 (min(t_run, t_dma))
+            if sharing and engine_free < t_next:  # the rate changes when the engine goes idle
+                t_next = engine_free
             if now > t_next:  # noqa: PLR1730 (max(t_next, now))
                 t_next = now
             virtual += (t_next - now) * rate
@@ -201,29 +210,13 @@ class DpuTimeline:
             while run_heap and run_heap[0][0] <= limit:
                 t = heappop(run_heap)[2]
                 self._running -= 1
-                s = state[t]
-                if s == _RUN:
-                    issue[t] += now - since[t]
-                elif s == _DMA:
-                    dma_wait[t] += now - since[t]
-                elif s == _SYNC:
-                    sync_wait[t] += now - since[t]
-                since[t] = now
-                state[t] = _READY
-                ready.append(t)
+                leave(t)
+                to_ready(t)
             limit = now + 1e-9
             while wake_heap and wake_heap[0][0] <= limit:
                 t = heappop(wake_heap)[2]
-                s = state[t]
-                if s == _DMA:
-                    dma_wait[t] += now - since[t]
-                elif s == _SYNC:
-                    sync_wait[t] += now - since[t]
-                elif s == _RUN:
-                    issue[t] += now - since[t]
-                since[t] = now
-                state[t] = _READY
-                ready.append(t)
+                leave(t)
+                to_ready(t)
 
     def _finish(self) -> DpuTiming:
         """The DPU's timing once nothing runs or waits on a timer; tasklets still blocked are a deadlock."""

@@ -53,6 +53,23 @@ def test_one_dma_engine_is_shared():
     assert timing.dma_transfers == 4
 
 
+@pytest.mark.parametrize("computing, expected", [(15, 16_000 * 1.0 + 3_000), (1, 16_000)])
+def test_dma_transfers_share_the_wram_port_with_issue(computing, expected):
+    """While the engine transfers, the DPU issues at most 1 - wram_dma_share per cycle: 15 tasklets
+    computing 1,000 slots each issue 12,000 slots in the 16,000 cycles of a transfer (0.75 per
+    cycle), the last 3,000 after it at the full rate; one tasklet, bound by the revolver at 1/11,
+    does not feel the port."""
+    cfg = DpuConfig(pipeline_depth=0, dma_read_alpha=0, dma_beta=1.0, wram_dma_share=0.25)
+    n = computing + 1
+    segments = [seg(t, 0, Action.BOOT, t + 1) for t in range(n - 1)]
+    segments += [seg(0, 0, Action.DMA_READ, 16_000), seg(0, 0, Action.STOP)]
+    segments += [seg(t, 1000, Action.STOP) for t in range(1, n)]
+    timing = retime(Trace.from_segments((), segments), cfg)
+    assert timing.cycles == pytest.approx(expected, rel=1e-6)
+    unshared = retime(Trace.from_segments((), segments), cfg.with_(wram_dma_share=0.0))
+    assert unshared.cycles == pytest.approx(max(16_000, 1000 * max(computing, 11)), rel=1e-6)
+
+
 def test_barrier_waits_for_the_slowest():
     segments = [seg(0, 0, Action.BOOT, 1), seg(0, 100, Action.BARRIER, 64, 2), seg(0, 10, Action.STOP),
                 seg(1, 1000, Action.BARRIER, 64, 2), seg(1, 10, Action.STOP)]
