@@ -75,7 +75,8 @@ def tune_command(
     if not as_json:
         _print(report, recorded)
     elif not failed:  # a failed tune's JSON is its error line alone: one document on stdout
-        emit_json(report.to_dict())
+        saved = {"recorded": {"cache": str(recorded[0]), "pipelines": recorded[1]}} if recorded else {}
+        emit_json({**report.to_dict(), **saved})
     if failed:
         raise CnmtuneError(f"{report.kernel}: no candidate verified; the first failure: "
                            f"{report.first_failure or 'none ran (time budget spent)'}")
