@@ -8,6 +8,12 @@ wrap around as in C; float results are compared with a relative tolerance (the D
 sums round differently from the host's double prefix sums).
 
 Remaining differences from PrIM (DPU work otherwise PrIM's: loops, blocks, types, handshakes):
+- PrIM fully unrolls its per-block loops (`#pragma unroll` over the REGS elements), and so do
+  these kernels; their add loop also has an empty `asm volatile` memory barrier per element
+  (no instruction): without it the rv32 proxy compiler hoists all 2 x REGS loads of the
+  unrolled add and spills about 1 KiB, overflowing the 1 KiB stack. With it each element is
+  ld, add, addc, sd, as PrIM's straight-line code; the barrier may also keep the compiler from
+  reordering across elements where the UPMEM compiler could (no effect on the count);
 - the DPU's running total is double-buffered by round parity (two WRAM words instead of one),
   so its correctness no longer depends on the round-robin issue order (PrIM's shared counter
   is read by the other tasklets after the barrier while the last tasklet advances it): a few

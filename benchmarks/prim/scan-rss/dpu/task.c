@@ -38,6 +38,7 @@ static elem_t running[2];
 
 static elem_t sum_block(const elem_t *block) {
     elem_t sum = 0;
+#pragma unroll
     for (uint32_t i = 0; i < REGS; i++)
         sum += block[i];
     return sum;
@@ -46,6 +47,7 @@ static elem_t sum_block(const elem_t *block) {
 /* out[i] = in[0] + ... + in[i]; returns the block's sum */
 static elem_t scan_block(elem_t *restrict out, const elem_t *restrict in) {
     elem_t sum = 0;
+#pragma unroll
     for (uint32_t i = 0; i < REGS; i++) {
         sum += in[i];
         out[i] = sum;
@@ -54,8 +56,11 @@ static elem_t scan_block(elem_t *restrict out, const elem_t *restrict in) {
 }
 
 static void add_block(elem_t *block, elem_t addend) {
-    for (uint32_t i = 0; i < REGS; i++)
+#pragma unroll
+    for (uint32_t i = 0; i < REGS; i++) {
         block[i] += addend;
+        __asm__ volatile("" ::: "memory"); /* no code: keeps rv32 from hoisting every load */
+    }
 }
 
 static int reduce(void) {

@@ -39,6 +39,7 @@ static elem_t running[2];
 /* out[i] = in[0] + ... + in[i]; returns the block's sum */
 static elem_t scan_block(elem_t *restrict out, const elem_t *restrict in) {
     elem_t sum = 0;
+#pragma unroll
     for (uint32_t i = 0; i < REGS; i++) {
         sum += in[i];
         out[i] = sum;
@@ -46,9 +47,12 @@ static elem_t scan_block(elem_t *restrict out, const elem_t *restrict in) {
     return sum;
 }
 
-static void add_block(elem_t *block, elem_t addend, uint32_t count) {
-    for (uint32_t i = 0; i < count; i++)
+static void add_block(elem_t *block, elem_t addend) {
+#pragma unroll
+    for (uint32_t i = 0; i < REGS; i++) {
         block[i] += addend;
+        __asm__ volatile("" ::: "memory"); /* no code: keeps rv32 from hoisting every load */
+    }
 }
 
 static int scan(void) {
@@ -82,7 +86,7 @@ static int scan(void) {
         barrier_wait(&scan_barrier);
 
         const elem_t base = running[round & 1];
-        add_block(cache_b, base + p_count, REGS);
+        add_block(cache_b, base + p_count);
         mram_write(cache_b, (__mram_ptr void *)(mram_out + offset), BLOCK_BYTES);
 
         if (tasklet == NR_TASKLETS - 1) {
@@ -112,7 +116,7 @@ static int add(void) {
 
     for (uint32_t offset = tasklet << BL; offset < size; offset += NR_TASKLETS << BL) {
         mram_read((__mram_ptr void const *)(mram_out + offset), cache_a, BLOCK_BYTES);
-        add_block(cache_a, offset_value, REGS);
+        add_block(cache_a, offset_value);
         mram_write(cache_a, (__mram_ptr void *)(mram_out + offset), BLOCK_BYTES);
     }
     return 0;
