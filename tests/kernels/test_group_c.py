@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cnmtune.errors import KernelError
+from cnmtune.errors import CnmtuneError, KernelError
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.sim.device import SimDevice
@@ -56,13 +56,20 @@ def test_small_verifies(toolchain, kernels, name, pipeline, tasklets, dpus):
 # ------------------------------------------------------------------------------------- SCAN
 
 
-@pytest.mark.parametrize("defines", [{"INT32": None}, {"FLOAT": None}, {"DOUBLE": None}, {"CHAR": None},
-                                     {"SHORT": None}, {"UINT64": None}, {"BL": 3}, {"BL": 11}],
+@pytest.mark.parametrize("defines", [{"INT32": None}, {"FLOAT": None}, {"DOUBLE": None}, {"CHAR": None, "BL": 8},
+                                     {"SHORT": None, "BL": 9}, {"UINT64": None}, {"BL": 3}, {"BL": 11}],
                          ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
 @pytest.mark.parametrize("name", ["scan-ssa", "scan-rss"])
 def test_scan_variants(toolchain, kernels, name, defines):
     result = _run(toolchain, kernels[name], "O2", 5, 3, defines, size=2999)
     assert result.verified and result.launches == 2
+
+
+@pytest.mark.parametrize("name", ["scan-ssa", "scan-rss"])
+def test_scan_of_bytes_at_the_default_block_overflows_iram(toolchain, kernels, name):
+    """PrIM's full unroll of 1,024 one-byte elements per block does not fit the DPU's IRAM."""
+    with pytest.raises(CnmtuneError, match="IRAM overflow"):
+        toolchain.compile(Variant.of(kernels[name], "O2", 5, {"CHAR": None}))
 
 
 @pytest.mark.parametrize("name", ["scan-ssa", "scan-rss"])

@@ -13,7 +13,10 @@ Remaining differences from PrIM (DPU work otherwise PrIM's: loops, blocks, types
   (no instruction): without it the rv32 proxy compiler hoists all 2 x REGS loads of the
   unrolled add and spills about 1 KiB, overflowing the 1 KiB stack. With it each element is
   ld, add, addc, sd, as PrIM's straight-line code; the barrier may also keep the compiler from
-  reordering across elements where the UPMEM compiler could (no effect on the count);
+  reordering across elements where the UPMEM compiler could (no effect on the count). Unrolled,
+  a block of one-byte elements at the default BL = 10 (1,024 per block) overflows IRAM: CHAR
+  needs BL <= 8, SHORT BL <= 9 for SCAN-RSS (whether the UPMEM compiler's code fits is not
+  checked);
 - the DPU's running total is double-buffered by round parity (two WRAM words instead of one),
   so its correctness no longer depends on the round-robin issue order (PrIM's shared counter
   is read by the other tasklets after the barrier while the last tasklet advances it): a few

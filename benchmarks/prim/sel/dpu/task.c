@@ -33,9 +33,11 @@ static inline int predicate(elem_t value) {
     return (value & 1) == 0; /* even: removed */
 }
 
-static uint32_t compact(elem_t *restrict out, const elem_t *restrict in, uint32_t count) {
+/* PrIM unrolls this loop fully (#pragma unroll over its constant trip count) */
+static uint32_t compact(elem_t *restrict out, const elem_t *restrict in) {
     uint32_t kept = 0;
-    for (uint32_t i = 0; i < count; i++)
+#pragma unroll
+    for (uint32_t i = 0; i < BLOCK_ELEMS; i++)
         if (!predicate(in[i]))
             out[kept++] = in[i];
     return kept;
@@ -57,7 +59,7 @@ static int select_kernel(void) {
     uint32_t base = 0; /* elements kept in the earlier rounds */
     for (uint32_t offset = tasklet << BL; offset < size; offset += NR_TASKLETS << BL) {
         mram_read((__mram_ptr void const *)(mram_in + offset), block_in, BLOCK_BYTES);
-        const uint32_t l_count = compact(block_out, block_in, BLOCK_ELEMS);
+        const uint32_t l_count = compact(block_out, block_in);
 
         uint32_t my_prefix = 0;
         if (tasklet > 0) {

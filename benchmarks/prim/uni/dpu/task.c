@@ -34,10 +34,12 @@ static uint32_t prefix[NR_TASKLETS];
 static elem_t predecessor[NR_TASKLETS];
 static uint32_t round_total;
 
-static uint32_t unique(elem_t *restrict out, const elem_t *restrict in, uint32_t count) {
+/* PrIM unrolls this loop fully (#pragma unroll over its constant trip count) */
+static uint32_t unique(elem_t *restrict out, const elem_t *restrict in) {
     uint32_t kept = 1;
     out[0] = in[0];
-    for (uint32_t i = 1; i < count; i++)
+#pragma unroll
+    for (uint32_t i = 1; i < BLOCK_ELEMS; i++)
         if (in[i] != in[i - 1])
             out[kept++] = in[i];
     return kept;
@@ -59,7 +61,7 @@ static int unique_kernel(void) {
     uint32_t base = 0; /* elements kept in the earlier rounds */
     for (uint32_t offset = tasklet << BL; offset < size; offset += NR_TASKLETS << BL) {
         mram_read((__mram_ptr void const *)(mram_in + offset), block_in, BLOCK_BYTES);
-        const uint32_t l_count = unique(block_out, block_in, BLOCK_ELEMS);
+        const uint32_t l_count = unique(block_out, block_in);
         const elem_t my_last = block_in[BLOCK_ELEMS - 1];
 
         uint32_t my_prefix = 0, z = 0;
