@@ -13,7 +13,7 @@ from rich.table import Table
 from cnmtune.atomic import atomic_write
 from cnmtune.errors import CnmtuneError
 from cnmtune.passes import Pipeline, random_pipeline
-from cnmtune.plugin.cli.options import parse_defines
+from cnmtune.plugin.cli.options import DEFINES, parse_defines
 from cnmtune.plugin.cli.output import console, emit_json, note
 from cnmtune.plugin.compare import SUMMARY_ROWS, comparison_record, comparison_table, compile_all, plot_histograms
 from cnmtune.runtime.registry import find_kernel
@@ -25,7 +25,7 @@ def compile_command(
     output: Path = typer.Option(..., "-o", "--output", help="where to write the linked ELF"),
     pipeline: str = typer.Option("O2", "--pipeline", "-p", help="O0..O3, Os, Oz or 'pass,pass,...'"),
     tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
-    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    define: list[str] = DEFINES,
     as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of a table"),
 ) -> None:
     """Compile a kernel for the DPU proxy and write the ELF."""
@@ -123,7 +123,7 @@ def compare_command(
     random_length: int = typer.Option(10, "--random-length", help="passes per random pipeline"),
     seed: int = typer.Option(0, "--seed", help="seed of the first random pipeline"),
     tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
-    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    define: list[str] = DEFINES,
     plot: Optional[Path] = typer.Option(None, "--plot", help="write a PNG bar chart of the histograms"),
     json_out: Optional[Path] = typer.Option(None, "--json-out", help="write the records as JSON here"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),

@@ -27,7 +27,7 @@ from cnmtune.plugin.offload.decide import (
     decide,
     header_text,
 )
-from cnmtune.plugin.cli.options import int_list, parse_defines, size_value
+from cnmtune.plugin.cli.options import DEFINES, int_list, parse_defines, size_value
 from cnmtune.plugin.cli.output import console, emit_json, err_console, note
 
 
@@ -51,7 +51,7 @@ def offload_command(
                              help="DPU counts to consider (2560 = a full UPMEM system)"),
     tasklets: str = typer.Option(",".join(map(str, DEFAULT_TASKLETS)), "--tasklets", help="tasklet counts"),
     pipeline: str = typer.Option("O2", "--pipeline", "-p", help="pass pipeline of the DPU program"),
-    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    define: list[str] = DEFINES,
     cpu: str = typer.Option("auto", "--cpu", help="CPU baseline: auto (faster of native C and numpy), native, numpy"),
     repeats: int = typer.Option(7, "--repeats", help="CPU runs per size (the median counts)"),
     min_speedup: float = typer.Option(1.0, "--min-speedup", help="offload when CPU time / CNM time is at least this"),

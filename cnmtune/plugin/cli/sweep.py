@@ -26,7 +26,7 @@ from cnmtune.plugin.sweep.design import (
     parameter_help,
     parse_param,
 )
-from cnmtune.plugin.cli.options import kernel_size, parse_defines
+from cnmtune.plugin.cli.options import DEFINES, kernel_size, parse_defines
 from cnmtune.plugin.cli.output import console, emit_json, err_console, note
 from cnmtune.plugin.sweep.evaluate import KernelSweep, sweep_trace_set
 from cnmtune.runtime.sim.traces import MANIFEST, TraceSet, load_trace_set, obtain_trace_set
@@ -43,7 +43,7 @@ def sweep_command(
     tasklets: int | None = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
     dpus: int = typer.Option(1, "--dpus", "-d", help="DPUs of the recorded run"),
     size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),
-    define: list[str] = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable"),
+    define: list[str] = DEFINES,
     seed: int = typer.Option(0, "--seed", help="input generator seed of the recorded run"),
     traces: Path | None = typer.Option(None, "--traces", help="trace store directory (default: <cache>/traces)"),
     rerecord: bool = typer.Option(False, "--rerecord", help="record the traces again even if stored"),
