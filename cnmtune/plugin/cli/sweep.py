@@ -121,11 +121,12 @@ def _ms(seconds: float) -> str:
 def _points_table(result: KernelSweep, names: list[str]) -> Table:
     ts = result.trace_set
     how = "recorded now" if result.recorded_now else f"stored traces ({ts.directory})"
-    table = Table(title=f"{ts.label}: {len(result.results)} design points from {how}")
+    table = Table(title=f"{ts.label}: {len(result.results)} design points from {how}",
+                  caption="times in ms; front: on the Pareto front of time and cost")
     for name in names:
-        table.add_column(name, justify="right")
-    for column in ("kernel ms", "transfers ms", "total ms", "cost", "Pareto", "how"):
-        table.add_column(column, justify="left" if column == "how" else "right")
+        table.add_column(name, justify="right", overflow="fold")
+    for column in ("kernel", "transfers", "total", "cost", "front", "how"):
+        table.add_column(column, justify="left" if column == "how" else "right", overflow="fold")
     for r in result.results:
         values = dict(r.point.values)
         table.add_row(*(f"{values[n]:g}" for n in names), _ms(r.kernel_s), _ms(r.transfer_s), _ms(r.total_s),
@@ -134,11 +135,12 @@ def _points_table(result: KernelSweep, names: list[str]) -> Table:
 
 
 def _summary_table(sweeps: list[KernelSweep]) -> Table:
-    table = Table(title="which parameter matters most (main effect: range of the mean time over its levels)")
-    for column in ("kernel", "most important", "range ms", "of mean", "others (range ms)", "retimed/recorded",
-                   "re-executed", "seconds"):
-        table.add_column(column, justify="left" if column in ("kernel", "most important", "others (range ms)")
-                         else "right")
+    table = Table(title="which parameter matters most (main effect: range of the mean time over its levels)",
+                  caption="range in ms, and as a share of the mean time; exact: points retimed or recorded, "
+                          "rerun: points re-executed")
+    for column in ("kernel", "most important", "range", "share", "others (range)", "exact", "rerun", "seconds"):
+        table.add_column(column, justify="left" if column in ("kernel", "most important", "others (range)")
+                         else "right", overflow="fold")
     for s in sweeps:
         top = s.main_effects[0] if s.main_effects else None
         others = ", ".join(f"{e['param']} {e['range_s'] * 1e3:.4f}" for e in s.main_effects[1:])

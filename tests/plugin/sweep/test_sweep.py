@@ -190,8 +190,8 @@ def test_parameters_and_cost_expressions_are_checked():
         CostExpression("frequency_mhz ** 1000")(point)
 
 
-def _cnmtune(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200"}
+def _cnmtune(*args: str, columns: str = "200") -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": columns}
     return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True, env=env,
                           check=False, timeout=300)
 
@@ -223,3 +223,15 @@ def test_cli_errors_and_help():
     assert helptext.returncode == 0
     for name in ("frequency_mhz", "revolver", "dma_beta", "launch_overhead_us", "host_to_dpu_gbps"):
         assert name in helptext.stdout
+
+
+def test_cli_tables_fit_80_columns(store, trace_sets):
+    result = _cnmtune("sweep", "va", "--size", "small", "--dpus", "2", "--traces", str(store),
+                      "--param", "frequency_mhz=267,400", "--param", "revolver=8,11", columns="80")
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    assert "frequency" in result.stdout and "_mhz" in result.stdout  # a long name folds, it is not cut
+    rows = [line for line in result.stdout.splitlines() if line.startswith("│") and line.rstrip(" │").endswith(
+        ("retimed", "recorded"))]
+    assert len(rows) == 4  # one row per design point, none folded over two lines
