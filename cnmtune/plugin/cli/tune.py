@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.cli.options import DEFINES, PARAMS, int_list, parse_defines, parse_params, size_value
+from cnmtune.plugin.cli.options import DEFINES, PARAMS, int_list, kernel_size, parse_defines, parse_params
 from cnmtune.plugin.cli.output import console, emit_json, err_console, note, warn
 from cnmtune.plugin.tune import TuneReport, TuneSpec, tune
 from cnmtune.runtime.executor import make_executor
@@ -52,13 +52,14 @@ def tune_command(
                                  ("--finetune-samples", finetune_samples, 0)):
         if value is not None and value < least:
             raise CnmtuneError(f"{option} must be >= {least}, got {value}")
-    spec = TuneSpec(kernel=kernel, size=size_value(size), pipelines=pipelines, seed=seed,
+    found = find_kernel(kernel)
+    spec = TuneSpec(kernel=kernel, size=kernel_size(found, size), pipelines=pipelines, seed=seed,
                     dpus=int_list(dpus, "dpus"), tasklets=int_list(tasklets, "tasklets"), top_k=top_k,
                     model=str(model) if model else None,
                     exhaustive=exhaustive, budget_s=budget_s, device=device,
                     sdk_dir=str(sdk_dir) if sdk_dir else None, finetune_samples=finetune_samples,
                     defines=tuple(parse_defines(define).items()),
-                    params=tuple(parse_params(find_kernel(kernel), param).items()))
+                    params=tuple(parse_params(found, param).items()))
     with Store(db) if db is not None else nullcontext() as store, make_executor(workers, scheduler) as executor, \
             Progress(TextColumn("{task.description:8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                      console=err_console, transient=True) as bar:
