@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Optional
 
@@ -28,7 +27,7 @@ from cnmtune.plugin.offload.decide import (
     header_text,
 )
 from cnmtune.plugin.cli.options import DEFINES, int_list, parse_defines, size_value
-from cnmtune.plugin.cli.output import console, emit_json, err_console, note
+from cnmtune.plugin.cli.output import console, emit_json, err_console, milliseconds, note
 
 
 #: what the columns of the sizes tables mean, printed once below them
@@ -104,12 +103,6 @@ def offload_command(
         note(f"wrote {emit_header}")
 
 
-def _ms(seconds: float) -> str:
-    """Milliseconds to 4 significant digits, at most 3 decimals: sizes span orders of magnitude."""
-    ms = seconds * 1e3
-    return f"{ms:,.{min(3, max(0, 3 - math.floor(math.log10(ms)))) if ms > 0 else 3}f}"
-
-
 def _sizes_table(report: OffloadReport) -> Table:
     """One row per size: CPU and CNM times, the CNM time's parts, the best configuration, the choice."""
     table = Table(title=f"{report.kernel}: CPU vs CNM across sizes ({report.size_unit})")
@@ -119,9 +112,9 @@ def _sizes_table(report: OffloadReport) -> Table:
     for p in report.points:
         b = p.best
         origin = {"requested": "\n--size", "bisection": "\nbisected"}.get(p.origin, "")
-        times = (_ms(p.cnm_s), _ms(b.kernel_s), _ms(b.transfer_s), _ms(b.host_s)) if b else ("-",) * 4
+        times = tuple(map(milliseconds, (p.cnm_s, b.kernel_s, b.transfer_s, b.host_s))) if b else ("-",) * 4
         method = {"extrapolated": "extrap."}.get(b.method, b.method) if b else ""
-        table.add_row(f"{p.size:,}{origin}", f"{_ms(p.cpu.seconds)}\n{p.cpu.implementation}", *times,
+        table.add_row(f"{p.size:,}{origin}", f"{milliseconds(p.cpu.seconds)}\n{p.cpu.implementation}", *times,
                       f"{b.dpus} x {b.tasklets}\n{method}" if b else "none feasible",
                       f"{p.speedup:.3g}x\n-> {'CNM' if p.offload else 'CPU'}")
     return table

@@ -8,6 +8,7 @@ The global flags set the verbosity once for every command: ``-q`` silences `err_
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass
 
@@ -39,6 +40,15 @@ def set_verbosity(verbose: bool, quiet: bool) -> None:
 def emit_json(payload: object) -> None:
     """Print `payload` as indented, key-sorted JSON on stdout."""
     sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+
+def milliseconds(seconds: float | None) -> str:
+    """Seconds as milliseconds for a table cell: 4 significant digits (at most 3 decimals, times span
+    orders of magnitude), thousands separated; '-' for no time."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    ms = seconds * 1e3
+    return f"{ms:,.{min(3, max(0, 3 - math.floor(math.log10(ms)))) if ms > 0 else 3}f}"
 
 
 def note(text: str) -> None:

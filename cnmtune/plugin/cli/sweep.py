@@ -27,7 +27,7 @@ from cnmtune.plugin.sweep.design import (
     parse_param,
 )
 from cnmtune.plugin.cli.options import DEFINES, kernel_size, parse_defines
-from cnmtune.plugin.cli.output import console, emit_json, err_console, note
+from cnmtune.plugin.cli.output import console, emit_json, err_console, milliseconds, note
 from cnmtune.plugin.sweep.evaluate import KernelSweep, sweep_trace_set
 from cnmtune.runtime.sim.traces import MANIFEST, TraceSet, load_trace_set, obtain_trace_set
 from cnmtune.runtime.registry import find_kernel
@@ -114,10 +114,6 @@ def _trace_set(item: str, pipeline: str, tasklets: int | None, define: list[str]
     return obtain_trace_set(variant, dpus, problem, seed, None, base, root, toolchain, rerecord)
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.4f}"
-
-
 def _points_table(result: KernelSweep, names: list[str]) -> Table:
     ts = result.trace_set
     how = "recorded now" if result.recorded_now else f"stored traces ({ts.directory})"
@@ -129,7 +125,8 @@ def _points_table(result: KernelSweep, names: list[str]) -> Table:
         table.add_column(column, justify="left" if column == "how" else "right", overflow="fold")
     for r in result.results:
         values = dict(r.point.values)
-        table.add_row(*(f"{values[n]:g}" for n in names), _ms(r.kernel_s), _ms(r.transfer_s), _ms(r.total_s),
+        table.add_row(*(f"{values[n]:g}" for n in names),
+                      *map(milliseconds, (r.kernel_s, r.transfer_s, r.total_s)),
                       f"{r.cost:g}", "*" if r.pareto else "", r.method)
     return table
 
@@ -145,7 +142,7 @@ def _summary_table(sweeps: list[KernelSweep]) -> Table:
         top = s.main_effects[0] if s.main_effects else None
         others = ", ".join(f"{e['param']} {e['range_s'] * 1e3:.4f}" for e in s.main_effects[1:])
         exact = sum(r.method in ("retimed", "recorded") for r in s.results)
-        table.add_row(s.trace_set.kernel, top["param"] if top else "-", _ms(top["range_s"]) if top else "-",
+        table.add_row(s.trace_set.kernel, top["param"] if top else "-", milliseconds(top["range_s"]) if top else "-",
                       f"{100 * top['relative']:.1f} %" if top else "-", others, str(exact),
                       str(len(s.results) - exact), f"{s.seconds:.2f}")
     return table

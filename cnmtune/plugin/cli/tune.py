@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from contextlib import nullcontext
 from pathlib import Path
@@ -14,7 +13,7 @@ from rich.table import Table
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.cli.options import DEFINES, PARAMS, int_list, kernel_size, parse_defines, parse_params
-from cnmtune.plugin.cli.output import console, emit_json, err_console, note, warn
+from cnmtune.plugin.cli.output import console, emit_json, err_console, milliseconds, note, warn
 from cnmtune.plugin.tune import TuneReport, TuneSpec, tune
 from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import find_kernel
@@ -97,10 +96,6 @@ def _save(spec: TuneSpec, report: TuneReport) -> tuple[Path, dict[int, str]] | N
     return cache.path, dict(sorted((entry.tasklets, entry.pipeline) for _, entry in recorded))
 
 
-def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None or not math.isfinite(seconds) else f"{1000 * seconds:,.3f}"
-
-
 def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> None:
     """The top-k table, the result, the pipelines they name (by short id) and what was recorded."""
     named = [c.pipeline for c in [*report.top, report.chosen, report.default] if c]
@@ -135,8 +130,8 @@ def _top_table(report: TuneReport, ids: dict[str, str]) -> Table:
         speedup = f"{base / c.measured_s:.2f}x" if base and c.measured_s else "-"
         mark = " *" if c is report.chosen else ""
         same = f" +{len(c.pipelines) - 1}" if len(c.pipelines) > 1 else ""
-        table.add_row(f"{rank}{mark}", ids[c.pipeline] + same, str(c.dpus), str(c.tasklets), _ms(c.predicted_s),
-                      _ms(c.measured_s), speedup, c.status)
+        table.add_row(f"{rank}{mark}", ids[c.pipeline] + same, str(c.dpus), str(c.tasklets),
+                      milliseconds(c.predicted_s), milliseconds(c.measured_s), speedup, c.status)
     return table
 
 
@@ -150,10 +145,10 @@ def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
         summary.add_row("chosen", "the default build: nothing measured ran faster")
     elif chosen:
         summary.add_row("chosen (*)", f"{ids[chosen.pipeline]} on {chosen.dpus} DPUs x {chosen.tasklets} "
-                                      f"tasklets: {_ms(chosen.measured_s)} ms")
+                                      f"tasklets: {milliseconds(chosen.measured_s)} ms")
     if default:
         summary.add_row(f"default ({ids[default.pipeline]}, {default.tasklets} tasklets)",
-                        f"{default.dpus} DPUs: {_ms(default.measured_s)} ms"
+                        f"{default.dpus} DPUs: {milliseconds(default.measured_s)} ms"
                         + ("" if default.status == "verified" else f" ({default.status.splitlines()[0]})"))
     if report.speedup_vs_default:
         summary.add_row("speedup over the default", f"{report.speedup_vs_default:.2f}x")
@@ -169,7 +164,7 @@ def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
     if ex:
         best = ex["best"]
         summary.add_row("exhaustive best", f"{ids[best['pipeline']]} on {best['dpus']} DPUs x {best['tasklets']} "
-                                           f"tasklets: {_ms(best['measured_s'])} ms")
+                                           f"tasklets: {milliseconds(best['measured_s'])} ms")
         summary.add_row("regret of the choice", f"{100 * ex['regret']:.2f} % (rank {ex['chosen_rank']} of "
                                                 f"{ex['measured']})")
         summary.add_row("tuner vs exhaustive", f"{ex['tuner_seconds']:.1f} s vs {ex['exhaustive_seconds']:.1f} s "
