@@ -5,7 +5,8 @@
    upmem_hw_validation_times.csv (MLP, SCAN-SSA; never fitted) are simulated from scratch with
    DpuConfig.calibrated() (full co-simulation, every DPU, results verified) and compared with
    the measured times: MAPE of kernel_ms per workload (target <= 15 % each; uPIMulator reaches
-   24.8 % on real kernel times), and the CPU->DPU / DPU->CPU transfer errors (target <= 25 %).
+   24.8 % on real kernel times), and the CPU->DPU / DPU->CPU transfer errors (target <= 25 %),
+   next to what uPIMulator's bytes-per-DPU link model reaches on the same rows.
 2. The microbenchmarks (benchmarks/micro_sim.py): arithmetic throughput vs tasklets (must
    saturate at 11), MRAM DMA latency vs size (must be linear), STREAM bandwidth.
 
@@ -38,6 +39,9 @@ CSV = HERE.parent.parent / "shared" / "calibration" / "upmem_hw_prim_times.csv"
 VALIDATION_CSV = CSV.with_name("upmem_hw_validation_times.csv")
 KERNEL_TARGET, TRANSFER_TARGET = 15.0, 25.0  # MAPE %, per workload / per direction over all rows
 UPIMULATOR_MAPE = 24.8  # FACTS.md section 6.1, recomputed from the uPIMulator artifact
+#: uPIMulator's host-link model (tools/upmem_reg_model/src/main.py, FACTS.md section 5.4): a
+#: direction's time = bytes per DPU / one fitted bandwidth in GiB/s, nothing else.
+UPIMULATOR_LINK_GIBPS = {"cpu_to_dpu_ms": 0.2957, "dpu_to_cpu_ms": 0.0627}
 
 
 def simulate(rows, config, console, fitted: bool) -> list[dict]:
@@ -50,13 +54,18 @@ def simulate(rows, config, console, fitted: bool) -> list[dict]:
             if name not in binaries:
                 kernel = Kernel.load(HERE / "prim" / name)
                 binaries[name] = toolchain.compile(Variant.of(kernel, "O2", calibration.TASKLETS))
-            result = run_on_device(binaries[name], SimDevice(row.nr_dpus, config), row.size,
-                                   params=calibration.row_params(row))
+            device = SimDevice(row.nr_dpus, config)
+            result = run_on_device(binaries[name], device, row.size, params=calibration.row_params(row))
+            per_dpu = {True: 0.0, False: 0.0}
+            for transfer in device.transfers:
+                if not transfer.inter_dpu:
+                    per_dpu[transfer.to_dpu] += transfer.total_bytes / row.nr_dpus
             records.append({
                 "benchmark": row.benchmark, "fitted": fitted, "dpus": row.nr_dpus, "size": row.size,
                 "kernel_ms": 1e3 * result.kernel_s, "kernel_ms_real": row.kernel_ms,
                 "cpu_to_dpu_ms": 1e3 * result.host_to_dpu_s, "cpu_to_dpu_ms_real": row.cpu_to_dpu_ms,
                 "dpu_to_cpu_ms": 1e3 * result.dpu_to_host_s, "dpu_to_cpu_ms_real": row.dpu_to_cpu_ms,
+                "cpu_to_dpu_bytes_per_dpu": per_dpu[True], "dpu_to_cpu_bytes_per_dpu": per_dpu[False],
                 "verified": result.verified, "ipc": result.ipc,
             })
             progress.advance(task)
@@ -74,6 +83,17 @@ def summarise(records: list[dict]) -> dict:
             pairs = [(r[key], r[key + "_real"]) for r in records
                      if g in ("all", r["benchmark"]) and calibration.comparable(r["benchmark"], key)]
             out[key][g] = calibration.mape(pairs) if pairs else None
+    return out
+
+
+def upimulator_link_mape(records: list[dict]) -> dict[str, float]:
+    """MAPE of uPIMulator's host-link model on the same rows and comparable cells, per direction:
+    the yardstick a bytes-only model reaches (fed cnmtune's transfer bytes, Inter-DPU left out)."""
+    out = {}
+    for key, gibps in UPIMULATOR_LINK_GIBPS.items():
+        direction = key.removesuffix("_ms")
+        out[key] = calibration.mape([(1e3 * r[direction + "_bytes_per_dpu"] / (gibps * 2**30), r[key + "_real"])
+                                     for r in records if calibration.comparable(r["benchmark"], key)])
     return out
 
 
@@ -130,12 +150,14 @@ def main() -> None:
         console.print(f"- {bench} {column} left out ('-'): {why}", highlight=False)
     worst = max((v, b) for b, v in summary["kernel_ms"].items() if b != "all")
     transfers = max(summary["cpu_to_dpu_ms"]["all"], summary["dpu_to_cpu_ms"]["all"])
+    link = upimulator_link_mape(records)
     console.print(f"worst workload kernel-time MAPE {worst[0]:.1f} % ({worst[1]}; target <= {KERNEL_TARGET:g} % "
                   f"each: {'met' if worst[0] <= KERNEL_TARGET else 'missed'}; uPIMulator {UPIMULATOR_MAPE} %); "
                   f"transfers {transfers:.1f} % (target <= {TRANSFER_TARGET:g} %: "
-                  f"{'met' if transfers <= TRANSFER_TARGET else 'missed'})")
+                  f"{'met' if transfers <= TRANSFER_TARGET else 'missed'}; uPIMulator's link model "
+                  f"{link['cpu_to_dpu_ms']:.1f} % CPU->DPU, {link['dpu_to_cpu_ms']:.1f} % DPU->CPU on these rows)")
     plot(records, summary, RESULTS / "validate_sim_calibration.png")
-    report = {"config": config.hash, "summary": summary, "rows": records}
+    report = {"config": config.hash, "summary": summary, "upimulator_link_mape": link, "rows": records}
     if not args.skip_micro:
         import micro_sim
 
