@@ -49,7 +49,7 @@ def main() -> None:
         directories, recording = {}, {}
         for name in kernels:
             kernel = find_kernel(name)
-            size = int(args.size) if args.size.isdigit() else kernel.workload.preset(args.size)
+            size = kernel.workload.size_of(args.size, what="--size")
             start = time.perf_counter()
             trace_set, _ = obtain_trace_set(Variant.of(kernel, "O2"), args.dpus, size, root=root, toolchain=toolchain)
             recording[name] = time.perf_counter() - start

@@ -44,7 +44,7 @@ def config_grid(kernel: Kernel, dpus: list[int], tasklets: list[int], sizes: lis
     `params` (none: the workload's own), each marked valid or not."""
     points = []
     for size in sizes:
-        total = kernel.workload.preset(size) if isinstance(size, str) else size
+        total = kernel.workload.size_of(size)
         for d in dpus:
             for t in tasklets:
                 config = RunConfig(d, t, total)

@@ -136,6 +136,20 @@ class Workload:
             raise KernelError(f"{cls.name}: no size preset {name!r}; presets: {', '.join(cls.sizes) or 'none'}")
         return cls.sizes[name]
 
+    @classmethod
+    def size_of(cls, value: int | str, what: str = "size") -> int:
+        """A problem size given as a positive integer (or its digits) or a preset name, resolved; `what`
+        names the input in the error, which lists the presets with their sizes."""
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, int) and value > 0:
+            return value
+        if value in cls.sizes:
+            return cls.sizes[value]
+        named = ", ".join(f"{name} ({size:,})" for name, size in cls.sizes.items()) or "none"
+        raise KernelError(f"{what} {value!r}: the size must be a positive integer or a preset name of "
+                          f"{cls.name}: {named}")
+
     def inputs(self) -> Arrays:
         """Seeded input arrays for this size."""
         raise KernelError(f"{self.name}: workload.py defines no host side (inputs)")

@@ -35,3 +35,12 @@ def test_wram_check_refuses_tasklets_whose_buffers_do_not_fit():
     with pytest.raises(KernelError, match=r"13 tasklets with 4096 bytes of WRAM buffers each do not fit in WRAM; "
                                           r"at most 12 tasklets"):
         sel(4096, 1, 13, {"BL": 11})
+
+
+def test_size_of_resolves_numbers_and_presets_and_names_the_presets_otherwise(va):
+    assert va.workload.size_of(1000) == va.workload.size_of("1000") == 1000
+    assert va.workload.size_of("small") == va.workload.preset("small")
+    for bad in (0, -5, "huge", "-5"):
+        with pytest.raises(KernelError, match=r"^size .*: the size must be a positive integer or a preset "
+                                              r"name of va: small \(4,096\), default"):
+            va.workload.size_of(bad)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from cnmtune.errors import CnmtuneError, KernelError
+from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.workload import DefineValue
 
@@ -47,13 +47,5 @@ def size_value(text: str) -> int | str:
 
 
 def kernel_size(kernel: Kernel, text: str) -> int:
-    """A problem size of `kernel`: a positive integer, or one of its presets resolved."""
-    value = size_value(text)
-    presets = kernel.workload.sizes
-    if isinstance(value, int) and value > 0:
-        return value
-    if value in presets:
-        return presets[value]
-    named = ", ".join(f"{name} ({size:,})" for name, size in presets.items()) or "none"
-    raise KernelError(f"--size {text!r}: the size must be a positive integer or a preset name of "
-                      f"{kernel.name}: {named}")
+    """A --size of `kernel`: a positive integer, or one of its presets resolved."""
+    return kernel.workload.size_of(size_value(text), what="--size")

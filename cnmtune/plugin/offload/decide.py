@@ -206,12 +206,6 @@ class OffloadReport:
                 "decisions": [p.to_dict() for p in self.points], "notes": self.notes, "seconds": self.seconds}
 
 
-def _size(kernel: Kernel, value: int | str) -> int:
-    if isinstance(value, int):
-        return value
-    return int(value) if value.isdigit() else kernel.workload.preset(value)
-
-
 def size_grid(first: int, last: int, factor: float) -> list[int]:
     """Geometric sizes from `first` to `last` (both included)."""
     if first < 1 or last < first or factor <= 1:
@@ -369,9 +363,9 @@ class _Decider:
     def run(self) -> OffloadReport:
         start = time.perf_counter()
         spec, kernel = self.spec, self.kernel
-        requested = _size(kernel, spec.size)
+        requested = kernel.workload.size_of(spec.size)
         if spec.sizes:
-            grid = sorted({_size(kernel, s) for s in spec.sizes})
+            grid = sorted({kernel.workload.size_of(s) for s in spec.sizes})
         else:
             first, last = self.sweep_bounds()
             grid = size_grid(first, last, spec.factor)
@@ -410,8 +404,8 @@ class _Decider:
         if not presets and None in (spec.min_size, spec.max_size):
             raise OffloadError(f"{self.kernel.name} has no size presets: give the sizes to sweep "
                                "(--sizes, or --min-size and --max-size)")
-        first = min(presets) if spec.min_size is None else _size(self.kernel, spec.min_size)
-        last = max(presets) if spec.max_size is None else _size(self.kernel, spec.max_size)
+        first = min(presets) if spec.min_size is None else self.kernel.workload.size_of(spec.min_size)
+        last = max(presets) if spec.max_size is None else self.kernel.workload.size_of(spec.max_size)
         return first, max(first, last)
 
     def _changes(self) -> list[tuple[int, int]]:

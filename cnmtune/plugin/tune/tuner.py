@@ -86,7 +86,7 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
     target = make_target(spec.device, sim_config=spec.sim_config, budget=spec.budget, sdk_dir=spec.sdk_dir)
     kernel = find_kernel(spec.kernel)
     kernel.workload.resolve_defines(dict(spec.defines))  # a define the kernel refuses: one error before any work
-    size = kernel.workload.preset(spec.size) if isinstance(spec.size, str) else int(spec.size)
+    size = kernel.workload.size_of(spec.size)
     schema = default_schema()
     path, model = load_model(spec.model, schema)
     space = search_space(kernel, size, spec.pipelines, spec.seed, spec.length, spec.dpus, spec.tasklets,
