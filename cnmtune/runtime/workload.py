@@ -26,6 +26,14 @@ if TYPE_CHECKING:
 DefineValue = int | str | None
 Arrays = dict[str, np.ndarray]
 
+
+def define_value(text: str | None) -> DefineValue:
+    """The value of a -D as a workload reads it: None for a bare define, an int when the text is one."""
+    if text is None:
+        return None
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
 # PrIM's element types, selected by a bare define (-DINT64) in the kernels that have a TYPE
 ELEMENT_TYPES: dict[str, type] = {
     "INT32": np.int32, "UINT32": np.uint32, "INT64": np.int64, "UINT64": np.uint64,

@@ -39,7 +39,7 @@ def choose_pipeline(inv: Invocation, source: str, toolchain: str):
         if entry is not None:
             return _tuned(source, entry, key.toolchain != toolchain, "cache")
     if _env_flag("CNMTUNE_TUNE"):
-        entry = tune_now(source, keys[-1], cache, fallback)
+        entry = tune_now(source, keys[-1], cache, fallback, inv.defines)
         if entry is not None:
             return _tuned(source, entry, toolchain != "proxy", "tuned now")
     else:
@@ -57,12 +57,15 @@ def _tuned(source: str, entry, on_proxy: bool, how: str):
     return pipeline
 
 
-def tune_now(source: str, key, cache, fallback: str = DEFAULT_LEVEL):
-    """Tune the kernel `source` belongs to on the proxy toolchain and record the result; the
-    entry for `key`, or None (with a notice naming `fallback`) when this source cannot be tuned."""
+def tune_now(source: str, key, cache, fallback: str = DEFAULT_LEVEL, defines: dict[str, str | None] | None = None):
+    """Tune the kernel `source` belongs to on the proxy toolchain, built with this compile's
+    `defines` (-D), and record the result; the entry for `key`, or None (with a notice naming
+    `fallback`) when this source cannot be tuned."""
     from cnmtune.dpu.memory_map import DEFAULT_STACK_SIZE
-    from cnmtune.plugin.tune.cache import canonical_defines, kernel_dir_of, record_tune
+    from cnmtune.errors import KernelError
+    from cnmtune.plugin.tune.cache import STACK, TASKLETS, kernel_dir_of, record_tune
     from cnmtune.runtime.kernel import Kernel
+    from cnmtune.runtime.workload import define_value
 
     root = kernel_dir_of(source)
     if root is None:
@@ -70,13 +73,17 @@ def tune_now(source: str, key, cache, fallback: str = DEFAULT_LEVEL):
                f"using {fallback}")
         return None
     kernel = Kernel.load(root)
-    tasklets = int(dict(key.defines)["NR_TASKLETS"])
-    defaults = canonical_defines({"NR_TASKLETS": tasklets, "STACK_SIZE_DEFAULT": DEFAULT_STACK_SIZE}, kernel.workload)
-    if key.defines != defaults:
-        differ = sorted(set(key.defines) - set(defaults))
-        shown = " ".join(f"{k}={v}" for k, v in differ)
-        notice(f"{source}: cannot tune with defines other than {kernel.name}'s defaults ({shown}): the tuner builds "
-               f"the workload's defaults; using {fallback}")
+    tasklets = int(dict(key.defines)[TASKLETS])
+    given = {name: define_value(value) for name, value in (defines or {}).items()}
+    if given.pop(STACK, DEFAULT_STACK_SIZE) != DEFAULT_STACK_SIZE:
+        notice(f"{source}: cannot tune with {STACK}={dict(key.defines)[STACK]}: the tuner builds with the default "
+               f"stack ({DEFAULT_STACK_SIZE}); using {fallback}")
+        return None
+    given.pop(TASKLETS, None)
+    try:
+        kernel.workload.resolve_defines(given)
+    except KernelError as exc:
+        notice(f"{source}: cannot tune with these defines ({exc}); using {fallback}")
         return None
     from cnmtune.errors import ModelError
     from cnmtune.plugin.tune import TuneSpec, default_model_path, tune
@@ -89,16 +96,18 @@ def tune_now(source: str, key, cache, fallback: str = DEFAULT_LEVEL):
                          f"(see `cnmtune model train`)")
     env = os.environ.get
     try:
-        size = env("CNMTUNE_TUNE_SIZE", "small")
-        spec = TuneSpec(kernel=str(root), size=int(size) if size.isdigit() else size,
+        size = env("CNMTUNE_TUNE_SIZE", "small").strip()
+        spec = TuneSpec(kernel=str(root), size=size,
                         pipelines=int(env("CNMTUNE_TUNE_PIPELINES", "50")), seed=int(env("CNMTUNE_TUNE_SEED", "0")),
                         dpus=tuple(int(x) for x in env("CNMTUNE_TUNE_DPUS", "1,2,4,8,16").split(",") if x.strip()),
-                        tasklets=(tasklets,), top_k=int(env("CNMTUNE_TUNE_TOP_K", "5")), model=str(model))
+                        tasklets=(tasklets,), top_k=int(env("CNMTUNE_TUNE_TOP_K", "5")), model=str(model),
+                        defines=tuple(given.items()))
         workers = int(env("CNMTUNE_TUNE_WORKERS")) if env("CNMTUNE_TUNE_WORKERS") else None
     except ValueError as exc:
         raise UsageError(f"bad CNMTUNE_TUNE_* setting: {exc}") from None
+    shown = "".join(f", {name}" if value is None else f", {name}={value}" for name, value in spec.defines)
     notice(f"{source}: tuning {kernel.name} ({spec.pipelines} pipelines, size {spec.size}, "
-           f"NR_TASKLETS={tasklets}, top {spec.top_k}); the result is cached for later builds")
+           f"NR_TASKLETS={tasklets}{shown}, top {spec.top_k}); the result is cached for later builds")
     with make_executor(workers) as executor:
         report = tune(spec, executor, None)
     if report.chosen is None:

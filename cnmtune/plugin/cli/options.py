@@ -7,7 +7,7 @@ import typer
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.kernel import Kernel
-from cnmtune.runtime.workload import DefineValue
+from cnmtune.runtime.workload import DefineValue, define_value
 
 DEFINES = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable")
 PARAMS = typer.Option([], "--param", help="workload parameter NAME=VALUE, repeatable")
@@ -20,7 +20,7 @@ def parse_defines(items: list[str]) -> dict[str, DefineValue]:
         key, sep, value = item.partition("=")
         if not key.isidentifier():
             raise CnmtuneError(f"malformed define {item!r}; use -D NAME or -D NAME=VALUE")
-        defines[key] = (int(value) if value.lstrip("-").isdigit() else value) if sep else None
+        defines[key] = define_value(value if sep else None)
     return defines
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from cnmtune.dpu.memory_map import DEFAULT_STACK_SIZE
 from cnmtune.errors import CnmtuneError, KernelError
 from cnmtune.runtime.toolchain.cache import content_key, default_cache_dir
+from cnmtune.runtime.workload import define_value
 
 if TYPE_CHECKING:
     from cnmtune.plugin.tune.report import Candidate, TuneReport
@@ -148,7 +149,8 @@ def canonical_defines(defines: Mapping[str, DefineValue],
     defines as '1', and the workload's default defines filled in when a workload is given
     (if the defines are not valid for it, they are taken as they are)."""
     given = dict(defines)
-    resolved: dict[str, DefineValue] = {k: v for k, v in given.items() if k not in (TASKLETS, STACK)}
+    resolved: dict[str, DefineValue] = {k: define_value(v) if isinstance(v, str) else v
+                                        for k, v in given.items() if k not in (TASKLETS, STACK)}
     if workload is not None:
         try:
             resolved = workload.resolve_defines(resolved)

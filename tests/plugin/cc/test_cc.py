@@ -331,16 +331,19 @@ TUNE_ENV = {"CNMTUNE_TUNE": "1", "CNMTUNE_TUNE_PIPELINES": "6", "CNMTUNE_TUNE_DP
 
 
 def test_tune_on_a_miss_records_and_reuses(run_cc, cache_dir, random_model):
-    first = run_cc(*CFLAGS, "-c", SOURCE, "-o", "a.o", CNMTUNE_MODEL=str(random_model), **TUNE_ENV)
+    """A build with -DBL=8 tunes va built with BL=8 and records it under this compile's key."""
+    first = run_cc(*CFLAGS, "-DBL=8", "-c", SOURCE, "-o", "a.o", CNMTUNE_MODEL=str(random_model), **TUNE_ENV)
     assert first.returncode == 0, first.stderr
     lines = first.stderr.strip().splitlines()
-    assert lines[0].startswith(f"cnmtune-cc: {SOURCE}: tuning va (6 pipelines, size small, NR_TASKLETS=16")
+    assert lines[0].startswith(f"cnmtune-cc: {SOURCE}: tuning va (6 pipelines, size small, NR_TASKLETS=16, BL=8")
     assert lines[-1].startswith(f"cnmtune-cc: {SOURCE}: tuned pipeline ") and lines[-1].endswith("(tuned now)")
     pipeline = lines[-1].split("tuned pipeline ")[1].split(" (")[0]
-    entry = TuningCache(cache_dir / CACHE_FILE).lookup(key_for(SOURCE, {"NR_TASKLETS": 16}, "proxy", INCLUDES))
+    cache = TuningCache(cache_dir / CACHE_FILE)
+    entry = cache.lookup(key_for(SOURCE, {"NR_TASKLETS": 16, "BL": 8}, "proxy", INCLUDES))
     assert entry.pipeline == pipeline and entry.kernel == "va" and entry.tasklets == 16
     assert entry.tuner["pipelines"] == 6 and entry.measured_s > 0
-    second = run_cc(*CFLAGS, "-c", SOURCE, "-o", "b.o", **TUNE_ENV)  # a hit: no model needed
+    assert cache.lookup(key_for(SOURCE, {"NR_TASKLETS": 16}, "proxy", INCLUDES)) is None  # BL=10 is another build
+    second = run_cc(*CFLAGS, "-DBL=8", "-c", SOURCE, "-o", "b.o", **TUNE_ENV)  # a hit: no model needed
     assert second.stderr.strip() == f"cnmtune-cc: {SOURCE}: tuned pipeline {pipeline} (cache)"
 
 
@@ -354,10 +357,10 @@ def test_tune_on_a_miss_needs_a_model_or_a_workload(run_cc, tmp_path):
     loose = run_cc("-c", "loose.c", **TUNE_ENV)
     assert loose.returncode == 0 and (tmp_path / "loose.o").is_file()
     assert "loose.c: cannot tune a source without a workload" in loose.stderr and "; using O2" in loose.stderr
-    other = run_cc(*CFLAGS, "-DBL=8", "-O3", "-c", SOURCE, "-o", "bl8.o", **TUNE_ENV)
+    other = run_cc(*CFLAGS, "-DBL=2", "-O3", "-c", SOURCE, "-o", "bl2.o", **TUNE_ENV)
     assert other.returncode == 0 and other.stderr.strip() == (
-        f"cnmtune-cc: {SOURCE}: cannot tune with defines other than va's defaults (BL=8): the tuner builds the "
-        f"workload's defaults; using O3")
+        f"cnmtune-cc: {SOURCE}: cannot tune with these defines (va: BL=2 is not valid; choose one of 3, 4, 5, 6, "
+        f"7, 8, 9, 10, 11); using O3")
 
 
 def test_cnmtune_tune_saves_into_the_tuning_cache(cache_dir, random_model, monkeypatch):
