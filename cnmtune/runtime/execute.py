@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -51,6 +51,8 @@ class RunResult:
     verified: bool
     wall_s: float
     log: str
+    seed: int = 0  # of the workload's input generator
+    params: dict = field(default_factory=dict)  # the workload's parameters as run: its defaults and --param
 
     @property
     def transfer_s(self) -> float:
@@ -90,7 +92,7 @@ def run_on_device(binary: Binary, device: Device, size: int, seed: int = 0,
         result = _result(binary, device, size, time.perf_counter() - start)
     else:
         result = _measured_result(binary, device, size, time.perf_counter() - start)
-    return replace(result, verified=verify)
+    return replace(result, verified=verify, seed=seed, params=dict(workload.param_values))
 
 
 def _measured_result(binary: Binary, device: Device, size: int, wall: float) -> RunResult:

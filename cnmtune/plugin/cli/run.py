@@ -35,12 +35,15 @@ def run_command(
     target = make_target(device, sdk_dir=sdk_dir)
     kernel = find_runnable_kernel(kernel_dir)
     variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, parse_defines(define))
-    result = target.run(variant, dpus, kernel_size(kernel, size), seed=seed, params=parse_params(kernel, param))
+    given = parse_params(kernel, param)
+    result = target.run(variant, dpus, kernel_size(kernel, size), seed=seed, params=given)
     if as_json:
         emit_json(result.to_dict())
         return
     where = f"{dpus} simulated DPU(s)" if target.counts else f"{dpus} DPU(s) of {device}"
-    summary = Table(title=f"{result.variant} on {where}, size {result.size:,}: verified", show_header=False)
+    with_params = "".join(f", {name}={result.params[name]}" for name in given)
+    summary = Table(title=f"{result.variant} on {where}, size {result.size:,}{with_params}: verified",
+                    show_header=False)
     rows = [
         ("kernel time (ms)", f"{result.kernel_s * 1e3:.4f}  ({result.launches} launch(es))"),
         ("CPU->DPU transfers (ms)", f"{result.host_to_dpu_s * 1e3:.4f}"),

@@ -50,6 +50,7 @@ def test_the_new_kernel_runs_by_name_and_verifies(workdir):
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert record["verified"] and record["size"] == 4096 and record["cycles"] > 0
+    assert record["params"] == {"alpha": 3}  # the workload's default, as run
     assert record["variant"].startswith("mykernel[O2, 16 tasklets, BL=10")
 
 
@@ -60,6 +61,7 @@ def test_the_new_kernel_runs_by_path_with_its_define_and_parameter(workdir):
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert record["verified"] and record["size"] == 1001 and "BL=3" in record["variant"]
+    assert record["params"] == {"alpha": -7} and record["seed"] == 0  # the record says how it was run
 
 
 @pytest.mark.parametrize("name, cause", [("mykernel", "mykernel already exists; choose another name or --dir"),
