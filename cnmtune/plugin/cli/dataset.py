@@ -83,7 +83,7 @@ def _print_report(report: GenerationReport) -> None:
         ("simulations saved by binary dedup", f"{100 * report.dedup_fraction:.1f} %"),
         ("compile outcomes", _counts(report.compile_status)),
         ("run outcomes", _counts(report.run_status)),
-        ("grid points skipped", _counts(_by_rule(report.invalid_points)) or "none"),
+        ("grid points skipped", _by_rule(report.invalid_points) or "none"),
         ("units left to another generator", str(report.left_to_others)),
         ("wall time", f"{report.seconds:.1f} s"),
     ]
@@ -94,13 +94,14 @@ def _print_report(report: GenerationReport) -> None:
         warn(f"task failed: {failure}")
 
 
-def _by_rule(reasons: dict[str, int]) -> dict[str, int]:
-    """Reasons with their numbers replaced by N, so one rule is one line ('tasklets N < DPUs N')."""
-    out: dict[str, int] = {}
+def _by_rule(reasons: dict[str, int]) -> str:
+    """One line per rule, most points first: a reason that varies only in its numbers becomes one
+    rule with them as N ('tasklets N < DPUs N'); a reason that occurs once keeps its numbers."""
+    groups: dict[str, dict[str, int]] = {}
     for reason, count in reasons.items():
-        rule = re.sub(r"\b\d+\b", "N", reason)
-        out[rule] = out.get(rule, 0) + count
-    return out
+        groups.setdefault(re.sub(r"\b\d+\b", "N", reason), {})[reason] = count
+    rules = {next(iter(g)) if len(g) == 1 else rule: sum(g.values()) for rule, g in groups.items()}
+    return "\n".join(f"{count} x {rule}" for rule, count in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _counts(counter: dict[str, int]) -> str:

@@ -190,5 +190,5 @@ def test_cli_generate_prints_a_report_with_skipped_rules(tmp_path):
          "--dpus", "1,2,4", "--tasklets", "1,2", "--sizes", "small", "--db", str(db), "--workers", "1"],
         capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "tasklets N < DPUs N (L2P keeps T >= D): 3" in result.stdout
+    assert "3 x tasklets N < DPUs N (L2P keeps T >= D)" in result.stdout
     assert "simulations (new / planned)" in result.stdout and "ok: 4" in result.stdout
