@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from cnmtune.costmodel import default_schema
+from cnmtune.costmodel import model_schema
 from cnmtune.runtime.registry import expand_kernels
 
 REFERENCE = Path(__file__).resolve().parents[1] / "cnmtune" / "data" / "reference.parquet"
@@ -36,7 +37,7 @@ def test_reference_covers_every_kernel_with_the_l2p_grid(table):
 
 
 def test_reference_features_follow_the_current_schema(table):
-    schema = default_schema()
+    schema = model_schema()
     assert table.schema.metadata[b"cnmtune.feature_schema_hash"] == schema.hash.encode()
     feature_columns = [c for c in table.column_names if c.startswith("f.")]
     assert feature_columns == [f"f.{name}" for name in schema.names]
@@ -52,3 +53,28 @@ def test_reference_targets_are_consistent(table):
                                            table.column("tasklets").to_pylist())
             if p == "O0" and d == 1 and t == 1]
     assert len(base) == 20 and all(s == pytest.approx(1.0) for s, _ in base)
+
+
+@pytest.mark.parametrize(("kernel", "pipeline", "dpus", "tasklets"), [("va", "O2", 2, 16), ("red", "O0", 1, 4)])
+def test_reference_rows_reproduce_with_this_code(table, kernel, pipeline, dpus, tasklets):
+    """Rebuilt and re-simulated now, a row gives its recorded ELF, features and cycles: the shipped
+    data (and the model trained on it) follow the current toolchain, lowering and timing model."""
+    from cnmtune.costmodel import model_features
+    from cnmtune.runtime.execute import run_binary
+    from cnmtune.runtime.registry import find_kernel
+    from cnmtune.runtime.sim.config import DpuConfig
+    from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+
+    rows = table.filter((pc.field("kernel") == kernel) & (pc.field("pipeline") == pipeline)
+                        & (pc.field("dpus") == dpus) & (pc.field("tasklets") == tasklets)).to_pylist()
+    assert len(rows) == 1
+    row = rows[0]
+    binary = ProxyToolchain().compile(Variant.of(find_kernel(kernel), pipeline, tasklets))
+    assert binary.elf_hash == row["elf_hash"]
+    config = DpuConfig.calibrated()
+    assert config.hash == row["config_hash"]
+    result = run_binary(binary, dpus, row["size"], config)
+    assert result.verified and result.cycles == row["cycles"]
+    schema = model_schema()
+    features = model_features(binary.elf_path).vector(schema)
+    np.testing.assert_array_equal(features, [row[f"f.{name}"] for name in schema.names])

@@ -10,10 +10,12 @@ import importlib
 
 _EXPORTS = {
     "extract_features": "cnmtune.costmodel.analysis.features",
+    "model_features": "cnmtune.costmodel.analysis.features",
     "Features": "cnmtune.costmodel.analysis.features",
     "FunctionInfo": "cnmtune.costmodel.analysis.features",
     "FeatureSchema": "cnmtune.costmodel.analysis.schema",
     "default_schema": "cnmtune.costmodel.analysis.schema",
+    "model_schema": "cnmtune.costmodel.analysis.schema",
     "load_elf": "cnmtune.costmodel.analysis.elf",
     "load_dpu_elf": "cnmtune.costmodel.analysis.elf",
     "dpu_schema": "cnmtune.costmodel.analysis.schema",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from cnmtune.costmodel import Features, extract_features
+from cnmtune.costmodel import Features, model_features
 from cnmtune.runtime.toolchain import Binary, Toolchain, Variant
 
 SUMMARY_ROWS: tuple[tuple[str, str], ...] = (
@@ -42,7 +42,7 @@ def compile_all(toolchain: Toolchain, variants: list[Variant]) -> list[CompiledV
     compiled = []
     for variant in variants:
         binary = toolchain.compile(variant)
-        compiled.append(CompiledVariant(binary, extract_features(binary.elf_path)))
+        compiled.append(CompiledVariant(binary, model_features(binary.elf_path)))
     return compiled
 
 

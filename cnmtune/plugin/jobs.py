@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cnmtune.costmodel import default_schema, extract_features
+from cnmtune.costmodel import model_features, model_schema
 from cnmtune.errors import (CnmtuneError, CompileError, IramOverflow, SimFault, SimTimeout,
                             VerificationError, WramOverflow)
 from cnmtune.runtime.kernel import Kernel
@@ -84,7 +84,7 @@ def _status(exc: CnmtuneError) -> Status:
 def compile_job(job: CompileJob) -> list[CompileResult]:
     """Worker side: compile (and extract features of) one pipeline at each tasklet count."""
     kernel = kernel_of(job.kernel_dir)
-    schema = default_schema()
+    schema = model_schema()
     out = []
     for tasklets in job.tasklets:
         variant = Variant.of(kernel, job.pipeline, tasklets, dict(job.defines))
@@ -93,7 +93,7 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
         try:
             binary = _toolchain().compile(variant)
             built = time.perf_counter()
-            vector = extract_features(binary.elf_path).vector(schema)
+            vector = model_features(binary.elf_path).vector(schema)
         except CnmtuneError as exc:
             out.append(CompileResult(CompileRecord(
                 kernel.name, job.pipeline, key, tasklets, None, _status(exc), str(exc),

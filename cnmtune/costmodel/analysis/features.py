@@ -172,6 +172,13 @@ def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT
     return features_of(program, loop_weight=loop_weight)
 
 
+def model_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT_LOOP_WEIGHT,
+                   name: str | None = None) -> Features:
+    """The features the cost model reads, in ``model_schema()``: a proxy ELF's lowered DPU code,
+    a real DPU ELF's own instructions."""
+    return extract_features(source, loop_weight=loop_weight, name=name, lowered=True)
+
+
 def features_of(program: DecodedProgram, *, loop_weight: float = DEFAULT_LOOP_WEIGHT) -> Features:
     """The features of a decoded program, computed the same way for every ISA front-end."""
     weights, depth = inlined_weights(program, list(program.call_sites), program.loop_depth, loop_weight)

@@ -164,6 +164,12 @@ def dpu_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT, shorthands: bool = True
     return FeatureSchema(tuple(names), version, loop_weight)
 
 
+def model_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
+    """The schema the cost model reads (dataset columns, the shipped model's inputs): the DPU
+    schema, so one model scores proxy binaries (as the DPU code they lower to) and SDK binaries."""
+    return dpu_schema(loop_weight)
+
+
 def schema_for(version: str, loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
     """The built-in schema of a version (``Features.schema_version``): proxy or DPU."""
     if version == SCHEMA_VERSION:

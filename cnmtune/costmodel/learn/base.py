@@ -17,11 +17,12 @@ from typing import ClassVar
 import numpy as np
 
 from cnmtune.atomic import atomic_write
+from cnmtune.costmodel.learn import model_format as fmt
 from cnmtune.costmodel.analysis.schema import FeatureSchema
 from cnmtune.costmodel.learn.prediction import Prediction
 from cnmtune.costmodel.learn.samples import SampleSet
 from cnmtune.costmodel.learn.scorer import Scorer
-from cnmtune.errors import ModelError, SchemaMismatch
+from cnmtune.errors import ModelError
 
 #: Tag of the JSON files of models without an ONNX graph (analytical, random).
 JSON_FORMAT = "cnmtune-cost-model-json-1"
@@ -65,13 +66,6 @@ def fitted_schema(model: CostModel, schema: FeatureSchema | None) -> FeatureSche
     return schema
 
 
-def check_schema(path: Path, schema: FeatureSchema, expect_schema_hash: str | None) -> None:
-    """Refuse a model whose feature schema is not the expected one."""
-    if expect_schema_hash is not None and expect_schema_hash != schema.hash:
-        raise SchemaMismatch(f"{path}: model feature schema {schema.hash} ({schema.version}) "
-                             f"!= expected {expect_schema_hash}")
-
-
 def load_scorer(path: str | os.PathLike, kind: str, expect_schema_hash: str | None) -> Scorer:
     """The ONNX cost model in ``path``, which must be of ``kind``."""
     scorer = Scorer(path, expect_schema_hash=expect_schema_hash)
@@ -108,5 +102,5 @@ def read_json(path: Path, kind: str, expect_schema_hash: str | None) -> tuple[Fe
     if schema.hash != record["schema"].get("hash"):
         raise ModelError(f"{path}: schema hash {record['schema'].get('hash')} does not match its names "
                          f"({schema.hash}); the file is corrupt")
-    check_schema(path, schema, expect_schema_hash)
+    fmt.check_schema(path, schema, expect_schema_hash)
     return schema, parameters

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cnmtune.costmodel.analysis.schema import FeatureSchema, default_schema
+from cnmtune.costmodel.analysis.schema import FeatureSchema, model_schema
 from cnmtune.errors import CnmtuneError, FeatureError, SchemaMismatch, StoreError
 from cnmtune.store import Store
 
@@ -216,12 +216,12 @@ def _kernel_rng(seed: int, kernel: str) -> np.random.Generator:
 
 
 def load_samples(db: str | os.PathLike | Store, schema: FeatureSchema | None = None) -> SampleSet:
-    """The training samples of a dataset store under ``schema`` (default: the proxy schema).
+    """The training samples of a dataset store under ``schema`` (default: the model's, ``model_schema()``).
 
     ``db`` is a SQLite store, or a ``.parquet`` export of its training table with features
     (``cnmtune dataset export``, e.g. the shipped ``cnmtune/data/reference.parquet``).
     """
-    schema = default_schema() if schema is None else schema
+    schema = model_schema() if schema is None else schema
     if isinstance(db, Store):
         return _from_store(db, schema)
     if not Path(db).is_file():  # opening a Store would create an empty one

@@ -63,9 +63,7 @@ class Scorer:
         if self.schema.hash != self.metadata[fmt.KEY_SCHEMA].get("hash"):
             raise ModelError(f"{self.path}: metadata schema hash {self.metadata[fmt.KEY_SCHEMA].get('hash')} "
                              f"does not match its names ({self.schema.hash}); the file is corrupt")
-        if expect_schema_hash is not None and expect_schema_hash != self.schema.hash:
-            raise SchemaMismatch(f"{self.path}: model feature schema {self.schema.hash} "
-                                 f"({self.schema.version}) != expected {expect_schema_hash}")
+        fmt.check_schema(self.path, self.schema, expect_schema_hash)
         self.columns: tuple[str, ...] = tuple(self.metadata[fmt.KEY_COLUMNS])
         self.targets: tuple[str, ...] = tuple(self.metadata[fmt.KEY_TARGETS])
         self._check_graph()

@@ -161,10 +161,10 @@ def export_command(
 ) -> None:
     """Write one table of the store to Parquet or CSV (atomically)."""
     from cnmtune import __version__
-    from cnmtune.costmodel import default_schema
+    from cnmtune.costmodel import model_schema
 
     _require(db)
-    schema = default_schema()
+    schema = model_schema()
     metadata = {"cnmtune.table": table, "cnmtune.version": __version__}
     if with_features and table == "training":
         metadata.update({"cnmtune.feature_schema": schema.version, "cnmtune.feature_schema_hash": schema.hash})

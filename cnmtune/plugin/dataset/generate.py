@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from cnmtune.costmodel import default_schema
+from cnmtune.costmodel import model_schema
 from cnmtune.passes import pipeline_set
 from cnmtune.plugin.jobs import (CompileJob, CompileResult, RunJob, compile_job, kernel_of, record_results,
                                  run_job)
@@ -209,7 +209,7 @@ class _Coordinator:
         self.claimed: dict[object, list[str]] = {}  # job in flight -> its units
         self.released: list[str] = []  # units of the pending records
         self.config_hash = DpuConfig.named(spec.sim_config).hash
-        self.schema_hash = default_schema().hash
+        self.schema_hash = model_schema().hash
         self.invalid: dict[str, int] = {}
         self.plans = {plan.kernel.name: plan for plan in map(self._plan, spec.kernels)}
         self.report = GenerationReport(list(self.plans), executor.description)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cnmtune.costmodel import default_schema
+from cnmtune.costmodel import model_schema
 from cnmtune.plugin.tune.build import Candidates, build, candidates_of
 from cnmtune.plugin.tune.measure import InProcessMeasurer, Measurer, PooledMeasurer
 from cnmtune.plugin.tune.record import MeasureCallback, RecordInStore
@@ -87,7 +87,7 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
     kernel = find_kernel(spec.kernel)
     kernel.workload.resolve_defines(dict(spec.defines))  # a define the kernel refuses: one error before any work
     size = kernel.workload.size_of(spec.size)
-    schema = default_schema()
+    schema = model_schema()
     path, model = load_model(spec.model, schema)
     space = search_space(kernel, size, spec.pipelines, spec.seed, spec.length, spec.dpus, spec.tasklets,
                          spec.defines, spec.params)

@@ -80,9 +80,9 @@ def test_save_load_round_trip_without_pickle(fitted, splits, tmp_path):
 @pytest.mark.parametrize("fitted", KINDS, indirect=True)
 def test_another_feature_schema_is_refused_on_load(fitted, tmp_path):
     path = fitted.save(tmp_path / f"saved{SUFFIX[fitted.kind]}")
-    with pytest.raises(SchemaMismatch, match="model feature schema"):
+    with pytest.raises(SchemaMismatch, match="reads feature schema"):
         load_model(path, expect_schema_hash="0" * 16)
-    with pytest.raises(SchemaMismatch, match="model feature schema"):
+    with pytest.raises(SchemaMismatch, match="reads feature schema"):
         type(fitted).load(path, expect_schema_hash="0" * 16)
 
 
@@ -212,3 +212,13 @@ def test_scoring_needs_no_train_extra_and_learning_names_it(splits, trained, sam
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "this needs torch, which comes with the 'train' extra: pip install 'cnmtune[train]'"
+
+
+def test_a_model_of_the_proxy_schema_is_refused_with_the_way_to_a_current_one():
+    """Models trained before the DPU schema read proxy-2 features; the tuner expects model_schema()."""
+    from cnmtune.costmodel.analysis.schema import default_schema, model_schema
+    from cnmtune.costmodel.learn.model_format import check_schema
+
+    with pytest.raises(SchemaMismatch, match=r"reads feature schema proxy-2 .*omit --model.*cnmtune model train"):
+        check_schema("old.onnx", default_schema(), model_schema().hash)
+    check_schema("current.onnx", model_schema(), model_schema().hash)  # accepted

@@ -8,14 +8,14 @@ import sqlite3
 import numpy as np
 import pytest
 
-from cnmtune.costmodel import default_schema
+from cnmtune.costmodel import model_schema
 from cnmtune.costmodel.learn.samples import CONFIG_COLUMNS, input_matrix, load_samples
 from cnmtune.errors import CnmtuneError, FeatureError, SchemaMismatch, StoreError
 from cnmtune.store import Store
 
 
 def test_arrays_follow_the_store(samples, l2p_db):
-    schema = default_schema()
+    schema = model_schema()
     with Store(l2p_db) as store:
         rows = [r for r in store.training_view(schema.hash) if r.speedup is not None]
     assert len(samples) == len(rows) > 100 and samples.dropped == 0
@@ -81,7 +81,7 @@ def test_data_hash_is_sha256_of_the_arrays(samples):
 
 
 def test_other_schema_is_a_schema_mismatch(l2p_db):
-    other = default_schema(loop_weight=3.0)
+    other = model_schema(loop_weight=3.0)
     with pytest.raises(SchemaMismatch, match=f"none has features under schema .*{other.hash}"):
         load_samples(l2p_db, other)
 
@@ -100,7 +100,7 @@ def test_nan_feature_is_refused_with_its_sample_and_column(l2p_db, tmp_path):
     copy = tmp_path / "copy.sqlite"
     with sqlite3.connect(l2p_db) as source, sqlite3.connect(copy) as target:
         source.backup(target)
-    schema = default_schema()
+    schema = model_schema()
     with Store(copy) as store:
         row = store.training_view(schema.hash)[0]
         store.record_features(row.elf_hash, schema.hash, {**row.features, "op:add": float("nan")})
@@ -109,7 +109,7 @@ def test_nan_feature_is_refused_with_its_sample_and_column(l2p_db, tmp_path):
 
 
 def test_input_matrix_refuses_foreign_feature_names():
-    schema = default_schema()
+    schema = model_schema()
     with pytest.raises(SchemaMismatch, match="do not follow schema"):
         input_matrix([{"op:add": 1.0}], [1], [1], [1024], schema)
     with pytest.raises(FeatureError, match="cfg:log2_dpus is -inf"):
@@ -121,7 +121,7 @@ def test_input_matrix_refuses_foreign_feature_names():
 @pytest.fixture(scope="module")
 def parquet(l2p_db, tmp_path_factory):
     """The training table of the test store exported as `cnmtune dataset export` writes it."""
-    schema = default_schema()
+    schema = model_schema()
     path = tmp_path_factory.mktemp("parquet") / "train.parquet"
     with Store(l2p_db) as store:
         store.export(path, "training", schema.hash, {"cnmtune.feature_schema_hash": schema.hash})
@@ -140,7 +140,7 @@ def test_parquet_of_another_schema_is_refused(parquet, tmp_path):
     import pyarrow.parquet
 
     with pytest.raises(SchemaMismatch, match="exported under schema"):
-        load_samples(parquet, default_schema(loop_weight=3.0))
+        load_samples(parquet, model_schema(loop_weight=3.0))
     table = pyarrow.parquet.read_table(parquet)
     renamed = table.rename_columns([c.replace("f.op:add", "f.op:plus") for c in table.column_names])
     pyarrow.parquet.write_table(renamed.replace_schema_metadata({}), tmp_path / "renamed.parquet")

@@ -314,11 +314,11 @@ def random_model(tmp_path_factory) -> Path:
     """An untrained (seeded) L2P network exported to ONNX: enough to drive the tuner quickly."""
     import torch
 
-    from cnmtune.costmodel import L2PConfig, default_schema, export_onnx
+    from cnmtune.costmodel import L2PConfig, model_schema, export_onnx
     from cnmtune.costmodel.learn.model import L2PModel
     from cnmtune.costmodel.learn.samples import input_columns
 
-    schema = default_schema()
+    schema = model_schema()
     columns = tuple(input_columns(schema))
     torch.manual_seed(0)
     model = L2PModel(len(columns), L2PConfig(depth=1, width=8, dropout=0.0), columns=columns).eval()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cnmtune.costmodel import default_schema
+from cnmtune.costmodel import model_schema
 from cnmtune.plugin.dataset.generate import DatasetSpec, generate
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.executor import DaskExecutor, InlineExecutor
@@ -100,7 +100,7 @@ def test_every_variant_compiled_featured_and_simulated(small_va):
     db, spec, report = small_va
     assert report.invalid_points == {"tasklets 1 < DPUs 2 (L2P keeps T >= D)": 1}
     assert report.compiles_done == 6 * 2 and report.compile_status == {"ok": 12}
-    schema = default_schema()
+    schema = model_schema()
     with Store(db) as store:
         compiles = store.compiles()
         distinct = {c.elf_hash for c in compiles}
@@ -176,8 +176,8 @@ def test_cli_stats_and_export(small_va, tmp_path):
 
     table = pyarrow.parquet.read_table(out)
     assert table.num_rows == 18 and "speedup" in table.column_names
-    assert table.schema.metadata[b"cnmtune.feature_schema_hash"] == default_schema().hash.encode()
-    assert sum(name.startswith("f.") for name in table.column_names) == len(default_schema())
+    assert table.schema.metadata[b"cnmtune.feature_schema_hash"] == model_schema().hash.encode()
+    assert sum(name.startswith("f.") for name in table.column_names) == len(model_schema())
     missing = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "stats", str(tmp_path / "no.sqlite")],
                              capture_output=True, text=True, env=env, timeout=120)
     assert missing.returncode == 2 and "no store at" in missing.stderr

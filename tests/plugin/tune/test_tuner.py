@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cnmtune.costmodel import L2PConfig, default_schema, export_onnx, load_samples, train
+from cnmtune.costmodel import L2PConfig, model_schema, export_onnx, load_samples, train
 from cnmtune.costmodel import L2PModel
 from cnmtune.costmodel.learn.checkpoint import save_checkpoint
 from cnmtune.costmodel.learn.samples import input_columns
@@ -31,7 +31,7 @@ def model(l2p_db, tmp_path_factory):
                    seed=0, threads=1)
     path = tmp_path_factory.mktemp("tuner") / "m.onnx"
     save_checkpoint(path.with_suffix(".pt"), result.model, {"data_hash": train_set.data_hash})
-    return export_onnx(result.model, path, schema=default_schema(), toolchain_kind="proxy",
+    return export_onnx(result.model, path, schema=model_schema(), toolchain_kind="proxy",
                        llvm_version="test", data_hash=train_set.data_hash)
 
 
@@ -107,7 +107,7 @@ def test_finetune_samples_need_the_checkpoint_of_the_model(model, tmp_path):
     spec = TuneSpec("va", size="small", pipelines=4, top_k=2, model=str(alone), finetune_samples=4, **GRID)
     with pytest.raises(ModelError, match="needs the training checkpoint of .*alone.onnx at .*alone.pt"):
         tune(spec, InlineExecutor())
-    stranger = L2PModel(len(input_columns(default_schema())), L2PConfig(depth=2, width=64))
+    stranger = L2PModel(len(input_columns(model_schema())), L2PConfig(depth=2, width=64))
     save_checkpoint(tmp_path / "alone.pt", stranger, {"data_hash": "0" * 64})
     with pytest.raises(ModelError, match="is not the checkpoint of .*training data hash 0+ !="):
         tune(spec, InlineExecutor())
