@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
+from cnmtune.passes.knobs import knob_options
 from cnmtune.passes.pipeline import Pipeline
 from cnmtune.passes.vocabulary import BY_NAME
 
@@ -25,7 +26,8 @@ def _level_pass_manager(level: str, target_machine: llvm.TargetMachine):
 
 
 def apply_pipeline(module: llvm.ModuleRef, pipeline: Pipeline, target_machine: llvm.TargetMachine) -> None:
-    """Transform `module` in place with `pipeline`; O0 leaves it untouched."""
+    """Transform `module` in place with `pipeline` (its knobs set for this run only); O0 leaves it
+    untouched."""
     if pipeline.level == "O0":
         return
     if pipeline.is_level:
@@ -35,4 +37,5 @@ def apply_pipeline(module: llvm.ModuleRef, pipeline: Pipeline, target_machine: l
         manager = llvm.create_new_module_pass_manager()
         for name in pipeline.passes:
             getattr(manager, BY_NAME[name].adder)()
-    manager.run(module, builder)
+    with knob_options(pipeline.knobs):
+        manager.run(module, builder)

@@ -1,4 +1,4 @@
-"""The Pipeline value type: an optimisation level or an ordered sequence of passes."""
+"""The Pipeline value type: an optimisation level or an ordered sequence of passes, with LLVM knobs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from cnmtune.errors import PipelineError
+from cnmtune.passes.knobs import KNOBS, parse_knob
 from cnmtune.passes.vocabulary import BY_NAME, NAMES
 
 # O-levels map to llvmlite's default per-module pipeline at that speed level. llvmlite has no
@@ -19,10 +20,12 @@ _PASS_TOKEN = re.compile(r"^[a-z][a-z0-9-]*$")
 
 @dataclass(frozen=True)
 class Pipeline:
-    """An LLVM optimisation pipeline: either a level ('O2') or an ordered tuple of pass names."""
+    """An LLVM optimisation pipeline: either a level ('O2') or an ordered tuple of pass names, and
+    the LLVM knobs it sets (sorted (name, value) pairs, cnmtune.passes.knobs)."""
 
     level: str | None = None
     passes: tuple[str, ...] = ()
+    knobs: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.level is not None and self.passes:
@@ -36,29 +39,41 @@ class Pipeline:
             raise PipelineError(
                 f"unknown pass {unknown[0]!r}; valid passes: {', '.join(NAMES)}"
             )
+        knobs = tuple(sorted(parse_knob(f"{name}={value}") for name, value in self.knobs))
+        if len({name for name, _ in knobs}) < len(knobs):
+            raise PipelineError(f"a knob is set twice: {', '.join(f'{n}={v}' for n, v in self.knobs)}")
+        if knobs and self.level == "O0":
+            raise PipelineError("knobs need an optimising pipeline: O0 runs no pass")
+        object.__setattr__(self, "knobs", knobs)
 
     @classmethod
     def parse(cls, text: str) -> "Pipeline":
-        """Parse 'O2', '-O2', 'sroa,instcombine' or '-sroa -instcombine' (opt-style flags)."""
+        """Parse 'O2', '-O2', 'sroa,instcombine' or '-sroa -instcombine' (opt-style flags), each
+        optionally with knobs: 'O2,unroll-count=4', '-O2 -unroll-count=4'."""
         stripped = text.strip()
         if not stripped:
             raise PipelineError("empty pipeline; give an O-level (O0..O3, Os, Oz) or comma-separated passes")
-        level = stripped.lstrip("-")
-        if level in LEVELS:
-            return cls(level=level)
-        if level.startswith("O") and len(level) <= 2:
-            raise PipelineError(f"unknown optimisation level {stripped!r}; valid: {', '.join(LEVELS)}")
         parts = stripped.split(",") if "," in stripped else stripped.split()
         tokens = [t.strip().lstrip("-") for t in parts]
         if any(not t for t in tokens):
             raise PipelineError(f"malformed pipeline {text!r}: empty pass name between separators")
-        for token in tokens:
+        knobs = tuple(parse_knob(t) for t in tokens if "=" in t)
+        names = [t for t in tokens if "=" not in t]
+        if not names:
+            raise PipelineError(f"pipeline {text!r} sets knobs but names no level or pass")
+        if len(names) == 1 and names[0] in LEVELS:
+            return cls(level=names[0], knobs=knobs)
+        if names[0].startswith("O") and len(names[0]) <= 2 and names[0] not in LEVELS:
+            raise PipelineError(f"unknown optimisation level {names[0]!r}; valid: {', '.join(LEVELS)}")
+        if any(name in LEVELS for name in names):
+            raise PipelineError("a pipeline is either an optimisation level or a pass sequence, not both")
+        for token in names:
             if not _PASS_TOKEN.match(token):
                 raise PipelineError(
-                    f"malformed pipeline {text!r}: {token!r} is not a pass name "
-                    "(pass parameters and nested pass managers are not supported)"
+                    f"malformed pipeline {text!r}: {token!r} is not a pass name (LLVM options are knobs, "
+                    f"e.g. unroll-count=4: {', '.join(KNOBS)}; nested pass managers are not supported)"
                 )
-        return cls(passes=tuple(tokens))
+        return cls(passes=tuple(names), knobs=knobs)
 
     @property
     def is_level(self) -> bool:
@@ -67,8 +82,10 @@ class Pipeline:
 
     @property
     def text(self) -> str:
-        """Canonical text form: 'O2' or 'sroa,instcombine,...'."""
-        return self.level if self.level is not None else ",".join(self.passes)
+        """Canonical text form: 'O2' or 'sroa,instcombine,...', then the knobs sorted by name
+        ('O2,unroll-count=4')."""
+        base = [self.level] if self.level is not None else list(self.passes)
+        return ",".join(base + [f"{name}={value}" for name, value in self.knobs])
 
     @property
     def id(self) -> str:

@@ -303,6 +303,15 @@ def test_old_opt_gets_legacy_flags(tmp_path, cache, va, version):
     assert toolchain.identity == f"upmem-sdk2025.1.0-llvm{version}-cg2"
 
 
+@pytest.mark.parametrize("version, level", [("12.0.0", "-passes=default<O2>"), ("10.0.0", "-O2")])
+def test_knobs_are_passed_to_opt_as_its_options(tmp_path, cache, va, version, level):
+    """A pipeline's knobs follow its passes on opt's command line, as LLVM spells the option."""
+    sdk, log = make_sdk(tmp_path / "sdk", version=version)
+    UpmemToolchain(sdk, cache).compile(Variant.of(va, "O2,unroll-count=4", 4))
+    opt = [argv for tool, argv in calls(log) if tool == OPT][-1]
+    assert opt[:2] == [level, "-unroll-count=4"] and opt[3] == "-o"
+
+
 def test_pass_unknown_to_that_opt_is_a_pipeline_error(tmp_path, cache, va):
     """Stand-in opts: a pass they do not list is a PipelineError before anything compiles."""
     sdk, log = make_sdk(tmp_path / "sdk", version="12.0.0")

@@ -23,7 +23,8 @@ from cnmtune.runtime.toolchain import ProxyToolchain, Variant
 def compile_command(
     kernel_dir: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
     output: Path = typer.Option(..., "-o", "--output", help="where to write the linked ELF"),
-    pipeline: str = typer.Option("O2", "--pipeline", "-p", help="O0..O3, Os, Oz or 'pass,pass,...'"),
+    pipeline: str = typer.Option("O2", "--pipeline", "-p",
+                                 help="O0..O3, Os, Oz or 'pass,pass,...', with knobs: 'O2,unroll-count=4'"),
     tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
     define: list[str] = DEFINES,
     as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of a table"),

@@ -6,6 +6,7 @@ import typer
 from rich.table import Table
 
 from cnmtune.passes import PASSES
+from cnmtune.passes.knobs import KNOBS
 from cnmtune.plugin.cli.output import console, emit_json
 from cnmtune.runtime.registry import list_kernels
 
@@ -43,10 +44,13 @@ def kernels_command(as_json: bool = typer.Option(False, "--json", help="print JS
 
 
 def passes_command(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
-    """List the pass vocabulary (every transform llvmlite can apply)."""
+    """List the pass vocabulary (every transform llvmlite can apply) and the LLVM knobs a pipeline
+    may set (name=value, e.g. O2,unroll-count=4)."""
     if as_json:
         emit_json([{"name": p.name, "scope": "module" if p.module_only else "function", "summary": p.summary}
-                    for p in PASSES])
+                   for p in PASSES]
+                  + [{"name": k.name, "scope": "knob", "range": f"{k.low}..{k.high}", "neutral": k.neutral,
+                      "summary": k.doc, "source": k.source} for k in KNOBS.values()])
         return
     table = Table(title=f"{len(PASSES)} passes")
     for column in ("pass", "scope", "what it does"):
@@ -54,3 +58,9 @@ def passes_command(as_json: bool = typer.Option(False, "--json", help="print JSO
     for info in PASSES:
         table.add_row(info.name, "module" if info.module_only else "function", info.summary)
     console.print(table)
+    knobs = Table(title=f"{len(KNOBS)} LLVM knob(s): name=value in a pipeline, e.g. O2,unroll-count=4")
+    for column in ("knob", "values", "what it does"):
+        knobs.add_column(column)
+    for knob in KNOBS.values():
+        knobs.add_row(knob.name, f"{knob.low}..{knob.high} (neutral {knob.neutral})", knob.doc)
+    console.print(knobs)

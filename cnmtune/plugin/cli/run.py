@@ -17,7 +17,8 @@ from cnmtune.runtime.toolchain import Variant
 
 def run_command(
     kernel_dir: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
-    pipeline: str = typer.Option("O2", "--pipeline", "-p", help="O0..O3, Os, Oz or 'pass,pass,...'"),
+    pipeline: str = typer.Option("O2", "--pipeline", "-p",
+                                 help="O0..O3, Os, Oz or 'pass,pass,...', with knobs: 'O2,unroll-count=4'"),
     tasklets: Optional[int] = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),
     dpus: int = typer.Option(1, "--dpus", "-d", help="number of DPUs"),
     size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from cnmtune.errors import PipelineError, ToolchainMissing
 from cnmtune.passes import Pipeline
+from cnmtune.passes.knobs import KNOBS
 from cnmtune.passes.vocabulary import BY_NAME
 
 # opt 12 has --print-passes, which cnmtune needs to check names and levels; from opt 13 on the
@@ -146,13 +147,14 @@ class OptTool:
 
     def pipeline_args(self, pipeline: Pipeline) -> list[str]:
         """The opt arguments that run `pipeline`; [] for O0 (opt is not run)."""
+        knobs = [f"{KNOBS[name].flag}={value}" for name, value in pipeline.knobs]
         if pipeline.is_level:
             if pipeline.level == "O0":
                 return []
-            return [f"-passes=default<{pipeline.level}>"] if self.new_pm else [f"-{pipeline.level}"]
+            return ([f"-passes=default<{pipeline.level}>"] if self.new_pm else [f"-{pipeline.level}"]) + knobs
         if not self.new_pm:
-            return [f"-{self._spelling(name, _LEGACY_NAMES)}" for name in pipeline.passes]
-        return [f"-passes={self._nested(pipeline.passes)}"]
+            return [f"-{self._spelling(name, _LEGACY_NAMES)}" for name in pipeline.passes] + knobs
+        return [f"-passes={self._nested(pipeline.passes)}"] + knobs
 
     def _spelling(self, name: str, table: dict[str, tuple[str, ...]]) -> str:
         candidates = table.get(name, (name,))

@@ -72,8 +72,11 @@ def test_compile_json_record(tmp_path):
 
 def test_passes_lists_the_vocabulary():
     result = cnmtune("passes", "--json")
-    names = [p["name"] for p in json.loads(result.stdout)]
+    entries = json.loads(result.stdout)
+    names = [p["name"] for p in entries if p["scope"] != "knob"]
     assert "loop-unroll" in names and "sroa" in names and len(names) >= 40
+    assert {"name": "unroll-count", "scope": "knob", "range": "0..64", "neutral": 0}.items() <= next(
+        p for p in entries if p["scope"] == "knob").items()
 
 
 def test_compare_prints_three_different_histograms(tmp_path):
