@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
-from cnmtune.passes.knobs import knob_options
+from cnmtune.errors import PipelineError
+from cnmtune.passes.knobs import process_knobs
 from cnmtune.passes.pipeline import Pipeline
 from cnmtune.passes.vocabulary import BY_NAME
 
@@ -26,8 +27,13 @@ def _level_pass_manager(level: str, target_machine: llvm.TargetMachine):
 
 
 def apply_pipeline(module: llvm.ModuleRef, pipeline: Pipeline, target_machine: llvm.TargetMachine) -> None:
-    """Transform `module` in place with `pipeline` (its knobs set for this run only); O0 leaves it
-    untouched."""
+    """Transform `module` in place with `pipeline`; O0 leaves it untouched. The pipeline's knobs must
+    be this process's (cnmtune.passes.knobs: LLVM options cannot be set for one run only)."""
+    if pipeline.knobs != process_knobs():
+        shown = ",".join(f"{name}={value}" for name, value in pipeline.knobs) or "none"
+        raise PipelineError(f"pipeline {pipeline.text} needs LLVM knobs {shown} but this process runs with "
+                            f"{process_knobs() or 'none'}: optimise it in a process started for its knobs "
+                            "(the proxy toolchain does)")
     if pipeline.level == "O0":
         return
     if pipeline.is_level:
@@ -37,5 +43,4 @@ def apply_pipeline(module: llvm.ModuleRef, pipeline: Pipeline, target_machine: l
         manager = llvm.create_new_module_pass_manager()
         for name in pipeline.passes:
             getattr(manager, BY_NAME[name].adder)()
-    with knob_options(pipeline.knobs):
-        manager.run(module, builder)
+    manager.run(module, builder)

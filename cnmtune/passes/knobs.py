@@ -1,20 +1,19 @@
-"""LLVM's own tuning knobs that a pipeline may set, as data, and how a compile applies them.
+"""LLVM's own tuning knobs that a pipeline may set, as data, and the process state they live in.
 
 A knob is one of LLVM's command-line options (``cl::opt``) written into a pipeline as
-``name=value`` (``O2,unroll-count=4``). llvmlite sets such an option for the whole process
-(``llvm.set_option``), so `knob_options` sets a pipeline's knobs for one optimisation and puts
-every knob back to its neutral value afterwards, under a lock: a worker process compiles one
-variant after another, and a compile without knobs gives the same object whatever ran before
-it. Only knobs whose neutral value is LLVM's own behaviour are listed (for ``unroll-count``, 0
-means "the unroller's cost model decides", which is the value before any option is given); the
-test suite checks it by rebuilding an ELF after a knobbed compile.
+``name=value`` (``O2,unroll-count=4``). llvmlite can only set such an option for the whole
+process (``llvm.set_option``), and LLVM cannot unset one: once given, even its default value
+changes what a pass does (measured: uni's O2 build after ``-unroll-count=0`` runs 2.73 ms on one
+DPU instead of 1.94 ms, because the unroller treats any given count as the user's). So a
+process sets knobs once, for its whole life (`set_process_knobs`), and a pipeline with knobs is
+optimised in a process started for exactly that knob set (the proxy toolchain keeps one per
+set: cnmtune.runtime.toolchain.knob_process); `apply_pipeline` refuses a pipeline whose knobs
+are not this process's.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -24,8 +23,9 @@ from cnmtune.errors import PipelineError
 
 @dataclass(frozen=True)
 class Knob:
-    """One LLVM option a pipeline may set: its name in pipeline text, its neutral value, the values
-    allowed, what it does, and where LLVM defines it."""
+    """One LLVM option a pipeline may set: its name in pipeline text, the value that means "let LLVM
+    decide" (not the same as the option never given), the values allowed, what it does, and
+    where LLVM defines it."""
 
     name: str
     neutral: int
@@ -42,12 +42,13 @@ class Knob:
 
 KNOBS: dict[str, Knob] = {k.name: k for k in (
     Knob("unroll-count", 0, 0, 64,
-         "unroll every loop the loop unroller handles by this factor (0: the unroller's cost model "
-         "decides); a DPU loop spends about half its instructions on address, induction and branch",
+         "unroll every loop the loop unroller handles by this factor, overriding `#pragma unroll` (0: "
+         "no forced factor, but pragmas stay overridden); a DPU loop spends about half its "
+         "instructions on address, induction and branch",
          "llvm/lib/Transforms/Scalar/LoopUnrollPass.cpp, cl::opt UnrollCount"),
 )}
 
-_LOCK = threading.Lock()
+_PROCESS_KNOBS: tuple[tuple[str, int], ...] = ()
 
 
 def parse_knob(token: str) -> tuple[str, int]:
@@ -62,18 +63,18 @@ def parse_knob(token: str) -> tuple[str, int]:
     return knob.name, int(value)
 
 
-@contextmanager
-def knob_options(knobs: Sequence[tuple[str, int]]) -> Iterator[None]:
-    """Set `knobs` as LLVM options for the duration of one optimisation, then reset every knob to its
-    neutral value; a no-op without knobs."""
-    if not knobs:
-        yield
-        return
-    with _LOCK:
-        try:
-            for name, value in knobs:
-                llvm.set_option("cnmtune", f"{KNOBS[name].flag}={value}")
-            yield
-        finally:
-            for name, _ in knobs:
-                llvm.set_option("cnmtune", f"{KNOBS[name].flag}={KNOBS[name].neutral}")
+def set_process_knobs(knobs: Sequence[tuple[str, int]]) -> None:
+    """Set `knobs` as LLVM options for the rest of this process's life; only once, before any
+    optimisation (a process pool's initializer)."""
+    global _PROCESS_KNOBS
+    knobs = tuple(sorted(knobs))
+    if _PROCESS_KNOBS and _PROCESS_KNOBS != knobs:
+        raise PipelineError(f"this process's LLVM knobs are already {_PROCESS_KNOBS}; LLVM cannot unset them")
+    for name, value in knobs:
+        llvm.set_option("cnmtune", f"{KNOBS[name].flag}={value}")
+    _PROCESS_KNOBS = knobs
+
+
+def process_knobs() -> tuple[tuple[str, int], ...]:
+    """The knobs this process's LLVM runs with (sorted (name, value) pairs; () for LLVM's defaults)."""
+    return _PROCESS_KNOBS

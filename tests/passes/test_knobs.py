@@ -2,12 +2,17 @@
 
 import hashlib
 
+import llvmlite.binding as llvm
 import pytest
 
-from cnmtune.errors import PipelineError
-from cnmtune.passes import Pipeline
-from cnmtune.passes.knobs import KNOBS
+from cnmtune.errors import CompileError, PipelineError
+from cnmtune.passes import Pipeline, apply_pipeline
+from cnmtune.passes.knobs import KNOBS, process_knobs
+from cnmtune.runtime.executor import DaskExecutor
+from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+from cnmtune.runtime.toolchain.cache import BuildCache
+from cnmtune.runtime.toolchain.knob_process import knob_process
 
 
 @pytest.mark.parametrize("text, canonical", [
@@ -38,20 +43,60 @@ def test_bad_knobs_are_refused_with_the_cause(text, cause):
     assert str(err.value) == cause
 
 
-def test_a_knob_changes_its_build_and_no_later_one(va):
-    """In one process: O2 -> O2 with unroll-count=4 (more code) -> O2 again gives the first object."""
+def test_a_knob_changes_its_build_and_no_later_one():
+    """O2 -> O2 with unroll-count=4 -> O2 again, in one process, on uni (whose O2 build changes once
+    -unroll-count has been given at all, even as 0: the option overrides its fully unrolled
+    `#pragma unroll` loop): the knobbed build differs and is reproducible, the plain builds are
+    identical, and this process's LLVM never saw the knob."""
+    uni = find_kernel("uni")
     toolchain = ProxyToolchain()
-    ir = toolchain.frontend(Variant.of(va, "O2", 16), va.sources[0])
+    ir = toolchain.frontend(Variant.of(uni, "O2", 16), uni.sources[0])
 
     def build(text: str) -> tuple[str, int]:
-        """The object's hash and the assembly's line count of va's source under `text`."""
+        """The object's hash and the assembly's line count of uni's source under `text`."""
         obj = toolchain.codegen(toolchain.optimize(ir, Pipeline.parse(text)))
         asm = toolchain.codegen(toolchain.optimize(ir, Pipeline.parse(text)), "asm").decode()
         return hashlib.sha256(obj).hexdigest(), asm.count("\n")
 
     plain, plain_lines = build("O2")
     unrolled, unrolled_lines = build("O2,unroll-count=4")
-    assert unrolled != plain and unrolled_lines > 1.5 * plain_lines
-    assert build("O2") == (plain, plain_lines)
-    assert build("O2,unroll-count=4")[0] == unrolled  # deterministic
+    assert unrolled != plain and unrolled_lines < plain_lines  # the count overrides uni's `#pragma unroll`
+    assert build("O2") == (plain, plain_lines) and process_knobs() == ()
+    assert build("O2,unroll-count=4")[0] == unrolled
     assert build("sroa,loop-rotate,loop-unroll,unroll-count=4")[0] != build("sroa,loop-rotate,loop-unroll")[0]
+
+
+def test_a_pipeline_with_knobs_is_not_applied_in_a_process_without_them(va):
+    toolchain = ProxyToolchain()
+    module = llvm.parse_assembly(toolchain.frontend(Variant.of(va, "O2", 16), va.sources[0]))
+    with pytest.raises(PipelineError, match=r"^pipeline O2,unroll-count=4 needs LLVM knobs unroll-count=4 but "
+                                            r"this process runs with none"):
+        apply_pipeline(module, Pipeline.parse("O2,unroll-count=4"), toolchain.target_machine())
+
+
+def _build_va(pipeline: str) -> str:
+    return ProxyToolchain().compile(Variant.of(find_kernel("va"), pipeline, 16)).elf_hash
+
+
+def test_knobbed_builds_run_in_dask_workers(dask_client, tmp_path):
+    """Dask's worker processes are daemonic (no multiprocessing children): the knob process is a
+    plain subprocess, and a worker's knobbed ELF is the one this process builds."""
+    executor = DaskExecutor(dask_client)
+    for pipeline in ("O2,unroll-count=4", "O2"):
+        executor.submit(_build_va, pipeline)
+    built = {outcome.arg: outcome.value for outcome in executor.results()}
+    here = ProxyToolchain(BuildCache(tmp_path))
+    assert built == {p: here.compile(Variant.of(find_kernel("va"), p, 16)).elf_hash
+                     for p in ("O2,unroll-count=4", "O2")}
+    assert built["O2,unroll-count=4"] != built["O2"]
+
+
+def test_a_dead_knob_process_is_one_error_and_the_next_build_starts_another(va):
+    toolchain = ProxyToolchain()
+    ir = toolchain.frontend(Variant.of(va, "O2", 16), va.sources[0])
+    pipeline = Pipeline.parse("O2,unroll-count=5")
+    first = toolchain.codegen(toolchain.optimize(ir, pipeline))
+    knob_process(pipeline.knobs, toolchain.codegen_level)._process.kill()
+    with pytest.raises(CompileError, match=r"^the process optimising pipelines with knobs O2,unroll-count=5 died"):
+        toolchain.optimize(ir, pipeline)
+    assert toolchain.codegen(toolchain.optimize(ir, pipeline)) == first  # the same object from a new process

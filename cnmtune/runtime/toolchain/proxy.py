@@ -24,9 +24,11 @@ import llvmlite.binding as llvm
 from cnmtune.dpu.memory_map import INCLUDE_DIR, LINKER_SCRIPT, RUNTIME_DIR
 from cnmtune.errors import CompileError, LinkError
 from cnmtune.passes import Pipeline, apply_pipeline
+from cnmtune.passes.knobs import process_knobs
 from cnmtune.runtime.toolchain import zig
 from cnmtune.runtime.toolchain.base import Binary, Toolchain, Variant
 from cnmtune.runtime.toolchain.cache import BuildCache, content_key
+from cnmtune.runtime.toolchain.knob_process import knob_process
 from cnmtune.runtime.toolchain.layout import check_capacity, read_memory_use
 
 FRONTEND_FLAGS: tuple[str, ...] = (
@@ -142,9 +144,13 @@ class ProxyToolchain(Toolchain):
         return ir
 
     def optimize(self, ir: str, pipeline: Pipeline) -> llvm.ModuleRef:
-        """Stage 2: parse IR and run `pipeline` on it (llvmlite, in-process)."""
-        module = llvm.parse_assembly(ir)
-        apply_pipeline(module, pipeline, self.target_machine())
+        """Stage 2: parse IR and run `pipeline` on it (llvmlite, in-process; a pipeline with LLVM
+        knobs in the process kept for its knob set, cnmtune.passes.knobs)."""
+        if pipeline.knobs != process_knobs():
+            module = llvm.parse_bitcode(knob_process(pipeline.knobs, self.codegen_level).optimize(ir, pipeline.text))
+        else:
+            module = llvm.parse_assembly(ir)
+            apply_pipeline(module, pipeline, self.target_machine())
         module.verify()
         return module
 

@@ -1,0 +1,76 @@
+"""The process that optimises pipelines with LLVM knobs: one per knob set, kept for reuse.
+
+LLVM options cannot be unset once given (cnmtune.passes.knobs), so the proxy toolchain never
+sets a knob in its own process: a pipeline with knobs is optimised by a child Python process
+started with exactly that knob set (cnmtune.runtime.toolchain.knob_server), which reads (IR,
+pipeline) requests on stdin and answers with the optimised module's bitcode on stdout. A plain subprocess, not multiprocessing: Dask's worker
+processes are daemonic and may not start multiprocessing children.
+
+Wire format, both directions: 4-byte little-endian length, then that many bytes. A request is
+two messages (IR text, pipeline text); an answer is one message whose first byte is 0 (bitcode
+follows) or 1 (the error's text follows).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import struct
+import subprocess
+import sys
+import threading
+from typing import BinaryIO
+
+from cnmtune.errors import CompileError
+
+_LENGTH = struct.Struct("<I")
+
+
+def send(stream: BinaryIO, payload: bytes) -> None:
+    """Write one message (length, then bytes)."""
+    stream.write(_LENGTH.pack(len(payload)) + payload)
+
+
+def receive(stream: BinaryIO) -> bytes | None:
+    """Read one message; None at the end of the stream."""
+    header = stream.read(_LENGTH.size)
+    if len(header) < _LENGTH.size:
+        return None
+    return stream.read(_LENGTH.unpack(header)[0])
+
+
+class KnobProcess:
+    """A child process whose LLVM runs with `knobs`; `optimize` sends it one module."""
+
+    def __init__(self, knobs: tuple[tuple[str, int], ...], codegen_level: int):
+        self.knobs = knobs
+        self._lock = threading.Lock()
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", "from cnmtune.runtime.toolchain.knob_server import serve; serve()",
+             json.dumps(knobs), str(codegen_level)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def optimize(self, ir: str, pipeline: str) -> bytes:
+        """Bitcode of `ir` optimised with `pipeline` (whose knobs are this process's)."""
+        with self._lock:
+            try:
+                send(self._process.stdin, ir.encode())
+                send(self._process.stdin, pipeline.encode())
+                self._process.stdin.flush()
+                answer = receive(self._process.stdout)
+            except OSError as exc:
+                answer, cause = None, str(exc)
+            else:
+                cause = f"exit status {self._process.poll()}"
+        if not answer:
+            knob_process.cache_clear()  # the next pipeline with knobs starts a new one
+            raise CompileError(f"the process optimising pipelines with knobs {pipeline} died ({cause})")
+        if answer[0] == 1:
+            raise CompileError(f"{pipeline}: {answer[1:].decode()}")
+        return answer[1:]
+
+
+@functools.cache
+def knob_process(knobs: tuple[tuple[str, int], ...], codegen_level: int) -> KnobProcess:
+    """The process kept for `knobs` (started on first use; it ends when this process closes its stdin)."""
+    return KnobProcess(knobs, codegen_level)
