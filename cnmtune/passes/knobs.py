@@ -23,12 +23,10 @@ from cnmtune.errors import PipelineError
 
 @dataclass(frozen=True)
 class Knob:
-    """One LLVM option a pipeline may set: its name in pipeline text, the value that means "let LLVM
-    decide" (not the same as the option never given), the values allowed, what it does, and
-    where LLVM defines it."""
+    """One LLVM option a pipeline may set: its name in pipeline text, the values allowed, what it
+    does, and where LLVM defines it."""
 
     name: str
-    neutral: int
     low: int
     high: int
     doc: str
@@ -41,7 +39,7 @@ class Knob:
 
 
 KNOBS: dict[str, Knob] = {k.name: k for k in (
-    Knob("unroll-count", 0, 0, 64,
+    Knob("unroll-count", 0, 64,
          "unroll every loop the loop unroller handles by this factor, overriding `#pragma unroll` (0: "
          "no forced factor, but pragmas stay overridden); a DPU loop spends about half its "
          "instructions on address, induction and branch",
@@ -64,8 +62,8 @@ def parse_knob(token: str) -> tuple[str, int]:
 
 
 def set_process_knobs(knobs: Sequence[tuple[str, int]]) -> None:
-    """Set `knobs` as LLVM options for the rest of this process's life; only once, before any
-    optimisation (a process pool's initializer)."""
+    """Set `knobs` as LLVM options for the rest of this process's life; once, before any
+    optimisation (the knob server's first step)."""
     global _PROCESS_KNOBS
     knobs = tuple(sorted(knobs))
     if _PROCESS_KNOBS and _PROCESS_KNOBS != knobs:

@@ -49,7 +49,7 @@ def passes_command(as_json: bool = typer.Option(False, "--json", help="print JSO
     if as_json:
         emit_json([{"name": p.name, "scope": "module" if p.module_only else "function", "summary": p.summary}
                    for p in PASSES]
-                  + [{"name": k.name, "scope": "knob", "range": f"{k.low}..{k.high}", "neutral": k.neutral,
+                  + [{"name": k.name, "scope": "knob", "range": f"{k.low}..{k.high}",
                       "summary": k.doc, "source": k.source} for k in KNOBS.values()])
         return
     table = Table(title=f"{len(PASSES)} passes")
@@ -62,5 +62,5 @@ def passes_command(as_json: bool = typer.Option(False, "--json", help="print JSO
     for column in ("knob", "values", "what it does"):
         knobs.add_column(column)
     for knob in KNOBS.values():
-        knobs.add_row(knob.name, f"{knob.low}..{knob.high} (neutral {knob.neutral})", knob.doc)
+        knobs.add_row(knob.name, f"{knob.low}..{knob.high}", knob.doc)
     console.print(knobs)
