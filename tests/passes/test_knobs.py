@@ -97,6 +97,7 @@ def test_a_dead_knob_process_is_one_error_and_the_next_build_starts_another(va):
     pipeline = Pipeline.parse("O2,unroll-count=5")
     first = toolchain.codegen(toolchain.optimize(ir, pipeline))
     knob_process(pipeline.knobs, toolchain.codegen_level)._process.kill()
-    with pytest.raises(CompileError, match=r"^the process optimising pipelines with knobs O2,unroll-count=5 died"):
+    with pytest.raises(CompileError, match=r"^the process optimising with LLVM knobs unroll-count=5 died "
+                                           r"\(exit status -9\) on O2,unroll-count=5$"):
         toolchain.optimize(ir, pipeline)
     assert toolchain.codegen(toolchain.optimize(ir, pipeline)) == first  # the same object from a new process

@@ -36,7 +36,9 @@ def receive(stream: BinaryIO) -> bytes | None:
     header = stream.read(_LENGTH.size)
     if len(header) < _LENGTH.size:
         return None
-    return stream.read(_LENGTH.unpack(header)[0])
+    size = _LENGTH.unpack(header)[0]
+    payload = stream.read(size)
+    return payload if len(payload) == size else None  # cut short: the writer died
 
 
 class KnobProcess:
@@ -50,6 +52,14 @@ class KnobProcess:
              json.dumps(knobs), str(codegen_level)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
+    def _exit_status(self) -> str:
+        """Why the child's answer ended: its exit status (killed if it lingers without output)."""
+        try:
+            return f"exit status {self._process.wait(timeout=10)}"
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            return "it closed its output and was killed"
+
     def optimize(self, ir: str, pipeline: str) -> bytes:
         """Bitcode of `ir` optimised with `pipeline` (whose knobs are this process's)."""
         with self._lock:
@@ -61,10 +71,11 @@ class KnobProcess:
             except OSError as exc:
                 answer, cause = None, str(exc)
             else:
-                cause = f"exit status {self._process.poll()}"
+                cause = "" if answer else self._exit_status()
         if not answer:
             knob_process.cache_clear()  # the next pipeline with knobs starts a new one
-            raise CompileError(f"the process optimising pipelines with knobs {pipeline} died ({cause})")
+            shown = ",".join(f"{name}={value}" for name, value in self.knobs)
+            raise CompileError(f"the process optimising with LLVM knobs {shown} died ({cause}) on {pipeline}")
         if answer[0] == 1:
             raise CompileError(f"{pipeline}: {answer[1:].decode()}")
         return answer[1:]
