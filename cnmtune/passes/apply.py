@@ -5,7 +5,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 
 from cnmtune.errors import PipelineError
-from cnmtune.passes.knobs import process_knobs
+from cnmtune.passes.knobs import knobs_text, process_knobs
 from cnmtune.passes.pipeline import Pipeline
 from cnmtune.passes.vocabulary import BY_NAME
 
@@ -30,10 +30,9 @@ def apply_pipeline(module: llvm.ModuleRef, pipeline: Pipeline, target_machine: l
     """Transform `module` in place with `pipeline`; O0 leaves it untouched. The pipeline's knobs must
     be this process's (cnmtune.passes.knobs: LLVM options cannot be set for one run only)."""
     if pipeline.knobs != process_knobs():
-        shown = ",".join(f"{name}={value}" for name, value in pipeline.knobs) or "none"
-        raise PipelineError(f"pipeline {pipeline.text} needs LLVM knobs {shown} but this process runs with "
-                            f"{process_knobs() or 'none'}: optimise it in a process started for its knobs "
-                            "(the proxy toolchain does)")
+        raise PipelineError(f"pipeline {pipeline.text} needs LLVM knobs {knobs_text(pipeline.knobs) or 'none'} "
+                            f"but this process runs with {knobs_text(process_knobs()) or 'none'}: optimise it in "
+                            "a process started for its knobs (the proxy toolchain does)")
     if pipeline.level == "O0":
         return
     if pipeline.is_level:

@@ -32,11 +32,6 @@ class Knob:
     doc: str
     source: str
 
-    @property
-    def flag(self) -> str:
-        """The option as LLVM's tools (and llvm.set_option) spell it, without a value."""
-        return f"-{self.name}"
-
 
 KNOBS: dict[str, Knob] = {k.name: k for k in (
     Knob("unroll-count", 0, 64,
@@ -61,15 +56,26 @@ def parse_knob(token: str) -> tuple[str, int]:
     return knob.name, int(value)
 
 
+def knobs_text(knobs: Sequence[tuple[str, int]], sep: str = ",") -> str:
+    """Knobs as a pipeline writes them: 'unroll-count=4' pairs joined by `sep`."""
+    return sep.join(f"{name}={value}" for name, value in knobs)
+
+
+def llvm_options(knobs: Sequence[tuple[str, int]]) -> list[str]:
+    """Knobs as LLVM's tools (and llvm.set_option) spell them: ['-unroll-count=4', ...]."""
+    return [f"-{name}={value}" for name, value in knobs]
+
+
 def set_process_knobs(knobs: Sequence[tuple[str, int]]) -> None:
     """Set `knobs` as LLVM options for the rest of this process's life; once, before any
     optimisation (the knob server's first step)."""
     global _PROCESS_KNOBS
     knobs = tuple(sorted(knobs))
     if _PROCESS_KNOBS and _PROCESS_KNOBS != knobs:
-        raise PipelineError(f"this process's LLVM knobs are already {_PROCESS_KNOBS}; LLVM cannot unset them")
-    for name, value in knobs:
-        llvm.set_option("cnmtune", f"{KNOBS[name].flag}={value}")
+        raise PipelineError(f"this process's LLVM knobs are already {knobs_text(_PROCESS_KNOBS)}; LLVM cannot "
+                            "unset them")
+    for option in llvm_options(knobs):
+        llvm.set_option("cnmtune", option)
     _PROCESS_KNOBS = knobs
 
 

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from cnmtune.errors import PipelineError
-from cnmtune.passes.knobs import KNOBS, parse_knob
+from cnmtune.passes.knobs import KNOBS, knobs_text, parse_knob
 from cnmtune.passes.vocabulary import BY_NAME, NAMES
 
 # O-levels map to llvmlite's default per-module pipeline at that speed level. llvmlite has no
@@ -41,7 +41,7 @@ class Pipeline:
             )
         knobs = tuple(sorted(parse_knob(f"{name}={value}") for name, value in self.knobs))
         if len({name for name, _ in knobs}) < len(knobs):
-            raise PipelineError(f"a knob is set twice: {', '.join(f'{n}={v}' for n, v in self.knobs)}")
+            raise PipelineError(f"a knob is set twice: {knobs_text(self.knobs, ', ')}")
         if knobs and self.level == "O0":
             raise PipelineError("knobs need an optimising pipeline: O0 runs no pass")
         object.__setattr__(self, "knobs", knobs)
@@ -85,7 +85,7 @@ class Pipeline:
         """Canonical text form: 'O2' or 'sroa,instcombine,...', then the knobs sorted by name
         ('O2,unroll-count=4')."""
         base = [self.level] if self.level is not None else list(self.passes)
-        return ",".join(base + [f"{name}={value}" for name, value in self.knobs])
+        return ",".join(base + ([knobs_text(self.knobs)] if self.knobs else []))
 
     @property
     def id(self) -> str:

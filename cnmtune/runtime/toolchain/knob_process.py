@@ -3,8 +3,9 @@
 LLVM options cannot be unset once given (cnmtune.passes.knobs), so the proxy toolchain never
 sets a knob in its own process: a pipeline with knobs is optimised by a child Python process
 started with exactly that knob set (cnmtune.runtime.toolchain.knob_server), which reads (IR,
-pipeline) requests on stdin and answers with the optimised module's bitcode on stdout. A plain subprocess, not multiprocessing: Dask's worker
-processes are daemonic and may not start multiprocessing children.
+pipeline) requests on stdin and answers with the optimised module's bitcode on stdout. A plain
+subprocess, not multiprocessing: Dask's worker processes are daemonic and may not start
+multiprocessing children.
 
 Wire format, both directions: 4-byte little-endian length, then that many bytes. A request is
 two messages (IR text, pipeline text); an answer is one message whose first byte is 0 (bitcode
@@ -22,6 +23,7 @@ import threading
 from typing import BinaryIO
 
 from cnmtune.errors import CompileError
+from cnmtune.passes.knobs import knobs_text
 
 _LENGTH = struct.Struct("<I")
 
@@ -74,8 +76,8 @@ class KnobProcess:
                 cause = "" if answer else self._exit_status()
         if not answer:
             knob_process.cache_clear()  # the next pipeline with knobs starts a new one
-            shown = ",".join(f"{name}={value}" for name, value in self.knobs)
-            raise CompileError(f"the process optimising with LLVM knobs {shown} died ({cause}) on {pipeline}")
+            raise CompileError(f"the process optimising with LLVM knobs {knobs_text(self.knobs)} died ({cause}) "
+                               f"on {pipeline}")
         if answer[0] == 1:
             raise CompileError(f"{pipeline}: {answer[1:].decode()}")
         return answer[1:]

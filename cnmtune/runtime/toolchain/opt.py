@@ -25,7 +25,7 @@ from pathlib import Path
 
 from cnmtune.errors import PipelineError, ToolchainMissing
 from cnmtune.passes import Pipeline
-from cnmtune.passes.knobs import KNOBS
+from cnmtune.passes.knobs import llvm_options
 from cnmtune.passes.vocabulary import BY_NAME
 
 # opt 12 has --print-passes, which cnmtune needs to check names and levels; from opt 13 on the
@@ -147,7 +147,7 @@ class OptTool:
 
     def pipeline_args(self, pipeline: Pipeline) -> list[str]:
         """The opt arguments that run `pipeline`; [] for O0 (opt is not run)."""
-        knobs = [f"{KNOBS[name].flag}={value}" for name, value in pipeline.knobs]
+        knobs = llvm_options(pipeline.knobs)
         if pipeline.is_level:
             if pipeline.level == "O0":
                 return []
