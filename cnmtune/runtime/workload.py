@@ -27,6 +27,11 @@ DefineValue = int | str | None
 Arrays = dict[str, np.ndarray]
 
 
+def define_text(name: str, value: DefineValue) -> str:
+    """A define as a user writes it after -D: NAME (bare) or NAME=VALUE."""
+    return name if value is None else f"{name}={value}"
+
+
 def define_value(text: str | None) -> DefineValue:
     """The value of a -D as a workload reads it: None for a bare define, an int when the text is one."""
     if text is None:

@@ -65,7 +65,7 @@ def tune_now(source: str, key, cache, fallback: str = DEFAULT_LEVEL, defines: di
     from cnmtune.errors import KernelError
     from cnmtune.plugin.tune.cache import STACK, TASKLETS, kernel_dir_of, record_tune
     from cnmtune.runtime.kernel import Kernel
-    from cnmtune.runtime.workload import define_value
+    from cnmtune.runtime.workload import define_text, define_value
 
     root = kernel_dir_of(source)
     if root is None:
@@ -105,7 +105,7 @@ def tune_now(source: str, key, cache, fallback: str = DEFAULT_LEVEL, defines: di
         workers = int(env("CNMTUNE_TUNE_WORKERS")) if env("CNMTUNE_TUNE_WORKERS") else None
     except ValueError as exc:
         raise UsageError(f"bad CNMTUNE_TUNE_* setting: {exc}") from None
-    shown = "".join(f", {name}" if value is None else f", {name}={value}" for name, value in spec.defines)
+    shown = "".join(f", {define_text(name, value)}" for name, value in spec.defines)
     notice(f"{source}: tuning {kernel.name} ({spec.pipelines} pipelines, size {spec.size}, "
            f"NR_TASKLETS={tasklets}{shown}, top {spec.top_k}); the result is cached for later builds")
     with make_executor(workers) as executor:

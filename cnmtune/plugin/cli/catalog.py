@@ -9,6 +9,7 @@ from cnmtune.passes import PASSES
 from cnmtune.passes.knobs import KNOBS
 from cnmtune.plugin.cli.output import console, emit_json
 from cnmtune.runtime.registry import list_kernels
+from cnmtune.runtime.workload import define_text
 
 
 def kernels_command(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
@@ -36,7 +37,7 @@ def kernels_command(as_json: bool = typer.Option(False, "--json", help="print JS
         table.add_column(column, overflow="fold", no_wrap=not ratio, ratio=ratio or None)
     for r in records:
         presets = " / ".join(f"{name} {size:,}" for name, size in r["size"]["presets"].items())
-        defines = " ".join(k if v is None else f"{k}={v}" for k, v in r["defines"].items())
+        defines = " ".join(define_text(k, v) for k, v in r["defines"].items())
         params = " ".join(f"{k}={v}" for k, v in r["params"].items())
         table.add_row(f"{r['name']}\n({r['suite']})", r["summary"], f"{r['size']['unit']}; {presets}",
                       "; ".join(text for text in (defines, params) if text))

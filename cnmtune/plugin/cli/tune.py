@@ -17,6 +17,7 @@ from cnmtune.plugin.cli.output import console, emit_json, err_console, milliseco
 from cnmtune.plugin.tune import TuneReport, TuneSpec, tune
 from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import find_kernel
+from cnmtune.runtime.workload import define_text
 from cnmtune.store import Store
 
 
@@ -116,8 +117,7 @@ def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> 
 
 def _top_table(report: TuneReport, ids: dict[str, str]) -> Table:
     """The top-k candidates as scored and run; the chosen one marked *."""
-    given = "".join(f", {k}" if v is None else f", {k}={v}" for k, v in [*report.defines.items(),
-                                                                         *report.params.items()])
+    given = "".join(f", {define_text(k, v)}" for k, v in [*report.defines.items(), *report.params.items()])
     table = Table(title=f"{report.kernel}{given}, size {report.size:,}: top {len(report.top)} of "
                         f"{report.candidates} candidates ({report.variants} variants)", caption_justify="left",
                   caption="model: the cost model's prediction; speedup: over the default build; +N: N more "

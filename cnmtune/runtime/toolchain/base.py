@@ -11,7 +11,7 @@ from cnmtune.dpu.memory_map import DEFAULT_STACK_SIZE, MAX_TASKLETS
 from cnmtune.errors import KernelError
 from cnmtune.passes import Pipeline
 from cnmtune.runtime.kernel import Kernel
-from cnmtune.runtime.workload import DefineValue, check_tasklets
+from cnmtune.runtime.workload import DefineValue, check_tasklets, define_text
 
 TASKLETS_DEFINE, STACK_DEFINE = "NR_TASKLETS", "STACK_SIZE_DEFAULT"
 
@@ -85,7 +85,7 @@ class Variant:
     def label(self) -> str:
         """Human-readable name used in every error and table: 'va[O2, 16 tasklets, BL=10]'."""
         stack = ((STACK_DEFINE, self.stack_size),) if self.stack_size != DEFAULT_STACK_SIZE else ()
-        shown = ", ".join(k if v is None else f"{k}={v}" for k, v in (*self.defines, *stack))
+        shown = ", ".join(define_text(k, v) for k, v in (*self.defines, *stack))
         extra = f", {shown}" if shown else ""
         return f"{self.kernel.name}[{self.pipeline.text}, {self.nr_tasklets} tasklets{extra}]"
 
