@@ -62,6 +62,8 @@ def assemble(lines: list) -> list[int]:
         "slt": lambda i, rd, rs1, rs2: REG[rs2] << 20 | REG[rs1] << 15 | 2 << 12 | REG[rd] << 7 | 0x33,
         "sltu": lambda i, rd, rs1, rs2: REG[rs2] << 20 | REG[rs1] << 15 | 3 << 12 | REG[rd] << 7 | 0x33,
         "slli": lambda i, rd, rs, shamt: _i(0x13, 1, REG[rd], REG[rs], shamt & 0x1F),
+        "srli": lambda i, rd, rs, shamt: _i(0x13, 5, REG[rd], REG[rs], shamt & 0x1F),
+        "or": lambda i, rd, rs1, rs2: REG[rs2] << 20 | REG[rs1] << 15 | 6 << 12 | REG[rd] << 7 | 0x33,
         "lui": lambda i, rd, imm: (imm & 0xFFFFF) << 12 | REG[rd] << 7 | 0x37,
         "lw": lambda i, rd, rs, imm: _i(0x03, 2, REG[rd], REG[rs], imm),
         "sw": lambda i, rs2, rs, imm: _s(2, REG[rs], REG[rs2], imm),

@@ -2,7 +2,8 @@
 
 The proxy executes rv32i, a DPU what the UPMEM compiler emits, and the two streams differ
 where the DPU ISA does more per instruction: an ALU op carries a condition and a jump target,
-a compare-and-jump takes a register or an immediate, ``lsl_add`` shifts and adds, a 32-bit
+a compare-and-jump takes a register or an immediate, ``lsl_add``/``lsl_sub``/``lsr_add`` shift
+and add (subtract), a 32-bit
 constant is one ``move``, and a 64-bit add or subtract keeps its carry in the flags
 (``addc``/``subc``). ``lower(program)`` walks every basic block of a decoded rv32i program and
 gives each instruction the DPU instructions it stands for in its context: 1 where the DPU does
@@ -10,11 +11,17 @@ the same work in one instruction, 0 where a neighbour absorbs it (the rules, wit
 and status, are in cnmtune.costmodel.analysis.lowering_rules). A temporary is only fused away
 when it is dead afterwards, by a liveness analysis over the function's CFG.
 
-Not modelled yet (rv32i and DPU counts are taken as equal there): 64-bit shifts, narrow
-multiplies on the 8x8 multipliers, lsl_sub constant multiplies, and the runtime routines' own
-bodies (the simulator prices __mulsi3, __divsi3, ... by their UPMEM cost already,
-cnmtune.runtime.sim.config). A 64-bit compare-and-branch is left one-to-one on purpose: either
-path runs two rv32i branches, as many as the DPU's sub + subc with a condition.
+Not modelled (rv32i and DPU counts are taken as equal there): multiplies of 8- and 16-bit
+operands, which the DPU does inline on its 8x8 multipliers (1 instruction for int8 x int8, 7 for
+int8 x int16, DPU_CODEGEN.md §2) where the proxy calls __mulsi3 (N+7 instructions, N the bit
+length of the smaller operand): such a kernel is over-charged by up to 14 instructions per
+multiply; no kernel of the suite has one (at -O2 every __mulsi3 operand comes from lw, addi, slli
+or or, none from a byte or half-word load). A call is taken to read all of a0..a7, so a
+temporary in one of them that no later call reads counts as live (a set-less-than and its branch
+on such a register are not fused). The runtime
+routines' bodies are priced by their UPMEM cost, not lowered (cnmtune.runtime.sim.config). A
+64-bit compare-and-branch is left one-to-one on purpose: either path runs two rv32i branches, as
+many as the DPU's sub + subc with a condition.
 """
 
 from __future__ import annotations
@@ -188,32 +195,38 @@ def _fuse_block(program: Program, start: int, end: int, live_after: dict[int, in
                 and (rd == f.rd[j] or dead(rd, j)) and f.rs1[j] != f.rs2[j]:
             _apply("lsl-add", (i, j), slots, rules)
             names[j] = "lsl_add"
+        elif m[i] == "slli" and m[j] == "sub" and rd == f.rs2[j] != f.rs1[j] and rd != 0 \
+                and (rd == f.rd[j] or dead(rd, j)):
+            _apply("lsl-sub", (i, j), slots, rules)
+            names[j] = "lsl_sub"
         elif op_i == OP_LUI and m[j] == "addi" and f.rd[j] == rd and f.rs1[j] == rd:
             _apply("constant", (i, j), slots, rules)
         elif op_i == OP_AUIPC and f.opcode[j] == OP_JALR and f.rs1[j] == rd and f.rd[j] == RA:
             _apply("call", (i, j), slots, rules)
     _fuse_carries(program, start, end, live_after, slots, names, rules)
+    _fuse_shift_pairs(program, start, end, live_after, slots, names, rules)
     _fuse_pairs(program, start, end, slots, names, rules)
 
 
 def _fuse_carries(program: Program, start: int, end: int, live_after: dict[int, int], slots: np.ndarray,
                   names: list[str], rules: list[str]) -> None:
     """64-bit add/sub on register pairs: the carry (borrow) that sltu computes and the high word
-    adds (subtracts) is the DPU's addc (subc) flag."""
+    adds (subtracts) is the DPU's addc (subc) flag. The high word's own add may sit anywhere in
+    the block, before or after the low word's."""
     f, m = program.fields, program.mnemonics
     for i in range(start, end):
         if m[i] != "sltu" or rules[i] != "one-to-one" or not f.rd[i]:
             continue
         c, a, b = f.rd[i], f.rs1[i], f.rs2[i]
-        # carry: the low add s = x + y just before, and sltu c, s, x|y
-        low = i - 1 if i > start and m[i - 1] == "add" and f.rd[i - 1] == a and b in (f.rs1[i - 1], f.rs2[i - 1]) \
-            else None
-        kind = "carry" if low is not None else "borrow"
-        if low is None:  # borrow: sltu c, a, b and the low sub s = a - b in the same block
+        # carry: the low add s = x + y earlier in the block, and sltu c, s, x|y
+        low = _last_def(program, start, i, a)
+        kind = "carry" if low is not None and m[low] == "add" and b != a and b in (f.rs1[low], f.rs2[low]) \
+            and _last_def(program, low + 1, i, b) is None else "borrow"
+        if kind == "borrow":  # sltu c, a, b and the low sub s = a - b in the same block
             low = next((k for k in range(i + 1, end) if m[k] == "sub" and (f.rs1[k], f.rs2[k]) == (a, b)), None)
         use = next((k for k in range(i + 1, end) if c in (f.rs1[k], f.rs2[k])), None)
         op = "add" if kind == "carry" else "sub"
-        if low is None or use is None or m[use] != op or (live_after[use] >> c) & 1:
+        if low is None or use is None or m[use] != op or (f.rd[use] != c and (live_after[use] >> c) & 1):
             continue
         members = (low, i, use) if kind == "carry" else (i, low, use)
         if any(rules[k] != "one-to-one" for k in members):  # already part of another pattern
@@ -223,6 +236,35 @@ def _fuse_carries(program: Program, start: int, end: int, live_after: dict[int, 
                      and f.rd[k] in (f.rs1[use], f.rs2[use])), None)
         if high is not None:
             names[high] = op + "c"
+
+
+def _fuse_shift_pairs(program: Program, start: int, end: int, live_after: dict[int, int], slots: np.ndarray,
+                      names: list[str], rules: list[str]) -> None:
+    """A 64-bit shift by a constant k joins the two words with or: (lo >> k) | (hi << (32 - k)) (or
+    the mirror for a left shift). The bits are disjoint, so or is add and the shift folds into it:
+    lsl_add (lsr_add)."""
+    f, m = program.fields, program.mnemonics
+    opposite = {"slli": "srli", "srli": "slli"}
+    for j in range(start, end):
+        if m[j] != "or" or rules[j] != "one-to-one" or f.rs1[j] == f.rs2[j]:
+            continue
+        for t, y in ((f.rs2[j], f.rs1[j]), (f.rs1[j], f.rs2[j])):
+            i, other = _last_def(program, start, j, t), _last_def(program, start, j, y)
+            if i is None or other is None or not t or rules[i] != "one-to-one" \
+                    or m[i] not in opposite or m[other] != opposite[m[i]] \
+                    or f.imm_i[i] % 32 + f.imm_i[other] % 32 != 32 \
+                    or (f.rd[j] != t and (live_after[j] >> t) & 1):
+                continue
+            _apply("shift-join", (i, j), slots, rules)
+            names[j] = "lsl_add" if m[i] == "slli" else "lsr_add"
+            break
+
+
+def _last_def(program: Program, start: int, end: int, reg: int) -> int | None:
+    """The last instruction of [start, end) that writes ``reg``, or None."""
+    f = program.fields
+    return next((k for k in range(end - 1, start - 1, -1)
+                 if f.rd[k] == reg and f.opcode[k] not in (OP_BRANCH, OP_STORE)), None)
 
 
 def _fuse_pairs(program: Program, start: int, end: int, slots: np.ndarray, names: list[str],

@@ -41,6 +41,16 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("lsl-add", "slli t, x, k; then add d, y, t; t dead",
          "lsl_add d, y, x, k (shift-and-add in one instruction)", (0, 1), "C",
          f"{_CODEGEN} §2 (x*9 -> `lsl_add r,x,x,3`); array indexing by it is U (§4)"),
+    Rule("lsl-sub", "slli t, x, k; then sub d, y, t; t dead",
+         "lsl_sub d, y, x, k (subtract a shifted register in one instruction)", (0, 1), "C",
+         f"{_CODEGEN} §2 (x*14 -> `lsl t,x,4` then `lsl_sub r,t,x,1`)"),
+    Rule("shift-join", "a 64-bit shift by a constant k < 32: slli t, hi, 32-k (srli t, lo, 32-k), the "
+         "other word shifted by k the opposite way, and or d, y, t; t dead",
+         "lsl_add d, y, hi, 32-k (lsr_add d, y, lo, 32-k): the words' bits are disjoint, so or is add "
+         "and the shift folds into it; 3 DPU instructions for rv32i's 4", (0, 1), "U",
+         f"{_ISA} (lsl_add, lsr_add; lslx/lsrx exist too); lsr_add is among the frequent mnemonics of real "
+         "kernels (DPU_ISA.md §5, C), but no listing of a compiled 64-bit shift was seen: which form the "
+         "compiler picks is a guess"),
     Rule("constant", "lui t, hi; then addi t, t, lo",
          "move t, imm32 (a DPU immediate holds 32 bits)", (1, 0), "U",
          f"{_ISA} (MOVEri); the compiler's use of one move for every 32-bit constant is not seen in a listing"),

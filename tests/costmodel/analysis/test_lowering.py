@@ -160,3 +160,56 @@ def test_a_proxy_elf_in_the_dpu_schema(toolchain):
     assert vector.shape == (len(schema),) and vector[schema.names.index("op:addc")] >= 1
     assert found.weighted_kernel_histogram["lsl_add"] > found.kernel_histogram["lsl_add"]  # inside the loop
     assert found.kernel_calls == extract_features(binary.elf_path).kernel_calls
+
+
+@pytest.mark.parametrize("body, high", [
+    # the compiler's orders seen in scan-ssa and the arith microbenchmark: the high word's add
+    # between the low add and its carry, before the low add, and the sum written over the carry
+    ([("add", "a4", "a2", "t0"), ("add", "a5", "a3", "t2"), ("sltu", "t1", "a4", "a2"), ("add", "a5", "a5", "t1")],
+     "a5"),
+    ([("add", "a5", "a3", "t2"), ("add", "a4", "a2", "t0"), ("sltu", "t1", "a4", "a2"), ("add", "a5", "a5", "t1")],
+     "a5"),
+    ([("add", "a5", "a3", "t2"), ("add", "a4", "a2", "t0"), ("sltu", "t1", "a4", "a2"), ("add", "t1", "a5", "t1")],
+     "t1"),
+])
+def test_a_64_bit_add_in_any_order_is_add_addc(body, high):
+    _, low = lowered([*body, ("sw", "a4", "a1", 0), ("sw", high, "a1", 4), ("ret",)])
+    assert sum(slots(low, 0, 4)) == 2
+    assert sorted(m for m in low.mnemonics[:4] if m) == ["add", "addc"]
+
+
+def test_a_carry_whose_operand_changed_is_not_a_carry():
+    """sltu compares with a register rewritten after the low add: not the add's carry."""
+    _, low = lowered([("add", "a4", "a2", "t0"), ("addi", "a2", "a2", 1), ("sltu", "t1", "a4", "a2"),
+                      ("add", "a5", "a5", "t1"), ("ret",)])
+    assert slots(low, 0, 4) == [1, 1, 1, 1]
+
+
+def test_a_constant_multiply_by_shift_and_subtract_is_lsl_sub():
+    _, low = lowered([("slli", "t0", "a0", 4), ("slli", "t1", "a0", 1), ("sub", "a0", "t0", "t1"),
+                      ("ret",)])  # x * 14 = (x << 4) - (x << 1): lsl then lsl_sub, as the SDK emits it
+    assert slots(low, 0, 3) == [1, 0, 1] and low.mnemonics[2] == "lsl_sub"
+
+
+def test_a_shift_that_is_subtracted_from_is_not_lsl_sub():
+    _, low = lowered([("slli", "t0", "a0", 4), ("sub", "a0", "t0", "a1"), ("ret",)])  # (x << 4) - y
+    assert slots(low, 0, 2) == [1, 1]
+
+
+@pytest.mark.parametrize("body, joined", [
+    # (hi:lo) >> 4: lo = (lo >> 4) | (hi << 28), hi >>= 4
+    ([("slli", "t0", "a1", 28), ("srli", "a0", "a0", 4), ("srli", "a1", "a1", 4), ("or", "a0", "a0", "t0")],
+     "lsl_add"),
+    # (hi:lo) << 4: hi = (hi << 4) | (lo >> 28), lo <<= 4
+    ([("slli", "a1", "a1", 4), ("srli", "t0", "a0", 28), ("or", "a1", "a1", "t0"), ("slli", "a0", "a0", 4)],
+     "lsr_add"),
+])
+def test_a_64_bit_constant_shift_joins_its_words_with_one_shift_and_add(body, joined):
+    _, low = lowered([*body, ("ret",)])
+    assert sum(slots(low, 0, 4)) == 3 and joined in low.mnemonics[:4]
+
+
+def test_an_or_of_overlapping_shifts_is_not_joined():
+    """x << 4 | y >> 4 overlap in bits 4..27: or is not add, so no shift-and-add."""
+    _, low = lowered([("slli", "t0", "a1", 4), ("srli", "a0", "a0", 4), ("or", "a0", "a0", "t0"), ("ret",)])
+    assert slots(low, 0, 3) == [1, 1, 1]
