@@ -52,6 +52,9 @@ class Workload:
     name: ClassVar[str] = ""
     defines: ClassVar[dict[str, DefineValue]] = {}
     define_choices: ClassVar[dict[str, tuple[DefineValue, ...]]] = {}
+    # defines that change only how fast the kernel runs, never what it computes (a block size, a
+    # synchronisation scheme): the tuner searches their define_choices
+    tuned_defines: ClassVar[tuple[str, ...]] = ()
     nr_tasklets: ClassVar[int] = 16
     sizes: ClassVar[dict[str, int]] = {}  # presets: small, default, large (total problem size)
     # groups of mutually exclusive bare defines (an element type, an operation); giving one
@@ -63,6 +66,9 @@ class Workload:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        unchoosable = [d for d in cls.tuned_defines if d not in cls.define_choices]
+        if unchoosable:
+            raise KernelError(f"{cls.name or cls.__name__}: tuned define {unchoosable[0]} has no define_choices")
         if "inputs" in vars(cls):  # every workload's inputs, whichever caller asks for them
             cls.inputs = _allocating(cls.inputs)
 

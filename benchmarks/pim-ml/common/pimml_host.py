@@ -108,6 +108,7 @@ class PimMlWorkload(Workload):
     max_rows: ClassVar[int] = 16
     defines = {"BL": 10, "INT32": None}
     define_choices = {"BL": tuple(range(3, 12))}
+    tuned_defines = ("BL",)
     flag_groups = {"element type": ("INT32", "FLOAT")}
     sizes = {"small": 256, "default": 8192, "large": 131_072}
     params: ClassVar[dict[str, object]] = {"iterations": 100, "n_features": 16, "learning_rate": 0.1}

@@ -44,6 +44,7 @@ class BinarySearch(Workload):
     name = "bs"
     defines = {"BL": 8}
     define_choices = {"BL": tuple(range(3, 12))}
+    tuned_defines = ("BL",)
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 131_072, "large": 2_097_152}
     size_unit = "sorted-array elements (queries = size / 8)"

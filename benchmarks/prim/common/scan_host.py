@@ -92,6 +92,7 @@ class PrefixSum(Workload):
 
     defines = {"BL": 10, "INT64": None}
     define_choices = {"BL": tuple(range(3, 12))}
+    tuned_defines = ("BL",)
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 3_932_160, "large": 7_864_320}
     flag_groups = {"element type": ("INT64", *(t for t in ELEMENT_TYPES if t != "INT64"))}

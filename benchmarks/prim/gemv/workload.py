@@ -41,6 +41,7 @@ class GemvWorkload(Workload):
     name = "gemv"
     defines = {"BL": 10}
     define_choices = {"BL": tuple(range(3, 12))}
+    tuned_defines = ("BL",)
     nr_tasklets = 16
     sizes = {"small": 256, "default": 8192, "large": 65_536}
     size_unit = "matrix rows"

@@ -45,6 +45,7 @@ class HistogramLarge(HistogramSmall):
     name = "hst-l"
     defines = {"BL": 8, "NR_HISTO": 1}
     define_choices = {"BL": tuple(range(3, 12)), "NR_HISTO": (1, 2, 4, 8, 16)}
+    tuned_defines = ("BL", "NR_HISTO")
     # smaller than HST-S's: every pixel takes a mutex, and each failed attempt of a spinning
     # tasklet is one simulated service call (~1 ms of simulation per pixel at 16 tasklets)
     sizes = {"small": 512, "default": 16_384, "large": 131_072}

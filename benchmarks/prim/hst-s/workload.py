@@ -79,6 +79,7 @@ class HistogramSmall(Workload):
     name = "hst-s"
     defines = {"BL": 10}
     define_choices = {"BL": tuple(range(3, 12))}
+    tuned_defines = ("BL",)
     nr_tasklets = 16
     sizes = {"small": 8192, "default": IMAGE_WIDTH * IMAGE_HEIGHT, "large": 4 * IMAGE_WIDTH * IMAGE_HEIGHT}
     params: ClassVar[dict[str, object]] = {"bins": 256, "image": ""}

@@ -46,6 +46,7 @@ class MlpWorkload(Workload):
     name = "mlp"
     defines = {"BL": 10}
     define_choices = {"BL": tuple(range(3, 12))}
+    tuned_defines = ("BL",)
     nr_tasklets = 16
     sizes = {"small": 256, "default": 8192, "large": 65_536}
     params: ClassVar[dict[str, object]] = {"n_cols": 64}

@@ -90,6 +90,7 @@ class NeedlemanWunsch(Workload):
     defines = {"BL": 32, "BL_IN": 2}
     define_choices = {"BL": (4, 8, 16, 32, 40, 64, 128, 160, 256, 512, 640, 1024, 2560),
                       "BL_IN": (2, 4, 8, 16)}
+    tuned_defines = ("BL", "BL_IN")
     nr_tasklets = 13
     sizes = {"small": 64, "default": 512, "large": 2560}
     params: ClassVar[dict[str, object]] = {"penalty": 1, "random_sequences": 0}

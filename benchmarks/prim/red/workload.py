@@ -53,6 +53,7 @@ class Reduction(Workload):
     defines = {"BL": 10, "INT64": None, "VERSION": "SINGLE", "SYNC": "HAND", "PERF": 0}
     define_choices = {"BL": tuple(range(3, 12)), "VERSION": ("SINGLE", "TREE"),
                       "SYNC": ("HAND", "BARRIER"), "PERF": (0, 1)}
+    tuned_defines = ("BL", "VERSION", "SYNC")
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 2_097_152, "large": 6_553_600}
     flag_groups = {"element type": ("INT64", *(t for t in ELEMENT_TYPES if t != "INT64"))}

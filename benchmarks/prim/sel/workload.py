@@ -44,6 +44,7 @@ class Select(Workload):
     name = "sel"
     defines = {"BL": 10}
     define_choices = {"BL": tuple(range(3, 12))}
+    tuned_defines = ("BL",)
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 3_932_160, "large": 15_728_640}
     params: ClassVar[dict[str, object]] = {}

@@ -62,6 +62,7 @@ class TimeSeries(Workload):
     name = "ts"
     defines = {"BL": 8}
     define_choices = {"BL": tuple(range(3, 11))}
+    tuned_defines = ("BL",)
     nr_tasklets = 16
     sizes = {"small": 512, "default": 65_536, "large": 524_288}
     params: ClassVar[dict[str, object]] = {"query_len": 256}

@@ -29,6 +29,7 @@ class VectorAdd(Workload):
     name = "va"
     defines = {"BL": 10, "INT32": None}
     define_choices = {"BL": tuple(range(3, 12))}
+    tuned_defines = ("BL",)
     nr_tasklets = 16
     sizes = {"small": 4096, "default": 2_621_440, "large": 8_388_608}
     flag_groups = {"element type": tuple(ELEMENT_TYPES)}

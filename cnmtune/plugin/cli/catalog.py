@@ -23,6 +23,7 @@ def kernels_command(as_json: bool = typer.Option(False, "--json", help="print JS
             "size": {"unit": w.size_unit, "presets": dict(w.sizes)},
             "defines": {k: v for k, v in w.defines.items()},
             "define_choices": {k: list(v) for k, v in w.define_choices.items()},
+            "tuned_defines": list(w.tuned_defines),
             "flag_groups": {k: list(v) for k, v in w.flag_groups.items()},
             "params": {k: v for k, v in w.params.items()},
             "default_tasklets": w.nr_tasklets,
@@ -30,14 +31,16 @@ def kernels_command(as_json: bool = typer.Option(False, "--json", help="print JS
     if as_json:
         emit_json(records)
         return
-    table = Table(title=f"{len(records)} kernels", show_lines=True)
+    table = Table(title=f"{len(records)} kernels", show_lines=True,
+                  caption="*: a define that only changes speed; `cnmtune tune` searches its choices")
     # every cell wraps (long words fold) so nothing is cut to an ellipsis at 80 columns
     for column, ratio in (("kernel", 0), ("summary", 3), ("size: what it counts; presets", 2),
                           ("defines; parameters", 2)):
         table.add_column(column, overflow="fold", no_wrap=not ratio, ratio=ratio or None)
     for r in records:
         presets = " / ".join(f"{name} {size:,}" for name, size in r["size"]["presets"].items())
-        defines = " ".join(define_text(k, v) for k, v in r["defines"].items())
+        # a define the tuner searches is marked *
+        defines = " ".join(define_text(k, v) + "*" * (k in r["tuned_defines"]) for k, v in r["defines"].items())
         params = " ".join(f"{k}={v}" for k, v in r["params"].items())
         table.add_row(f"{r['name']}\n({r['suite']})", r["summary"], f"{r['size']['unit']}; {presets}",
                       "; ".join(text for text in (defines, params) if text))
