@@ -1,11 +1,11 @@
 """LLVM pass pipelines: vocabulary, the Pipeline value type, enumeration and application."""
 
 from cnmtune.passes.apply import apply_pipeline
-from cnmtune.passes.enumerate import pipeline_set, random_pipeline, standard_levels
+from cnmtune.passes.enumerate import knob_pipelines, pipeline_set, random_pipeline, standard_levels
 from cnmtune.passes.pipeline import LEVELS, Pipeline
 from cnmtune.passes.vocabulary import EXCLUDED, NAMES, PASSES, PassInfo
 
 __all__ = [
     "EXCLUDED", "LEVELS", "NAMES", "PASSES", "PassInfo", "Pipeline",
-    "apply_pipeline", "pipeline_set", "random_pipeline", "standard_levels",
+    "apply_pipeline", "knob_pipelines", "pipeline_set", "random_pipeline", "standard_levels",
 ]

@@ -1,4 +1,4 @@
-"""Enumerating pipelines: the standard levels and seeded random pass sequences.
+"""Enumerating pipelines: the standard levels, levels with LLVM knobs, seeded random pass sequences.
 
 Two sampling schemes, both uniform over the pass vocabulary with replacement:
 - L2P-style: every sequence has the same length (`random_pipeline(length, seed)`);
@@ -20,6 +20,13 @@ L2P_LEVELS: tuple[str, ...] = ("O0", "O1", "O2", "O3")
 def standard_levels() -> list[Pipeline]:
     """The six standard optimisation levels O0, O1, O2, O3, Os, Oz."""
     return [Pipeline(level=level) for level in LEVELS]
+
+
+def knob_pipelines() -> list[Pipeline]:
+    """O2 and O3 with each unroll count from 1 (no unrolling) to 16: the loop overhead that
+    unrolling removes is half of a DPU loop's instructions (DPU_CODEGEN.md §4)."""
+    return [Pipeline(level=level, knobs=(("unroll-count", count),)) for level in ("O2", "O3")
+            for count in (1, 2, 4, 8, 16)]
 
 
 def random_pipeline(length: int, seed: int) -> Pipeline:

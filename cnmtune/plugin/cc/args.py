@@ -50,7 +50,8 @@ environment:
   CNMTUNE_TUNE=1                  tune a kernel source on a cache miss (needs a cost model:
                                   CNMTUNE_MODEL=path.onnx unless cnmtune ships one), with
                                   CNMTUNE_TUNE_PIPELINES (50), CNMTUNE_TUNE_SIZE (small),
-                                  CNMTUNE_TUNE_DPUS (1,2,4,8,16), CNMTUNE_TUNE_TOP_K (5),
+                                  CNMTUNE_TUNE_DPUS (one count; 64 or the most the size
+                                  allows), CNMTUNE_TUNE_TOP_K (5),
                                   CNMTUNE_TUNE_SEED (0), CNMTUNE_TUNE_WORKERS (all cores)
   CNMTUNE_CACHE_DIR               where the tuning cache and the build cache live
 """

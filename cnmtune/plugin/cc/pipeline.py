@@ -99,9 +99,9 @@ def tune_now(source: str, key, cache, fallback: str = DEFAULT_LEVEL, defines: di
         size = env("CNMTUNE_TUNE_SIZE", "small").strip()
         spec = TuneSpec(kernel=str(root), size=size,
                         pipelines=int(env("CNMTUNE_TUNE_PIPELINES", "50")), seed=int(env("CNMTUNE_TUNE_SEED", "0")),
-                        dpus=tuple(int(x) for x in env("CNMTUNE_TUNE_DPUS", "1,2,4,8,16").split(",") if x.strip()),
+                        dpus=tuple(int(x) for x in env("CNMTUNE_TUNE_DPUS", "").split(",") if x.strip()) or None,
                         tasklets=(tasklets,), top_k=int(env("CNMTUNE_TUNE_TOP_K", "5")), model=str(model),
-                        defines=tuple(given.items()))
+                        defines=tuple(given.items()), tune_defines=False)  # the host is built with the same defines
         workers = int(env("CNMTUNE_TUNE_WORKERS")) if env("CNMTUNE_TUNE_WORKERS") else None
     except ValueError as exc:
         raise UsageError(f"bad CNMTUNE_TUNE_* setting: {exc}") from None

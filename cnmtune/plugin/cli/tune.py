@@ -15,6 +15,7 @@ from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.cli.options import DEFINES, PARAMS, int_list, kernel_size, parse_defines, parse_params
 from cnmtune.plugin.cli.output import console, emit_json, err_console, milliseconds, note, warn
 from cnmtune.plugin.tune import TuneReport, TuneSpec, tune
+from cnmtune.plugin.tune.report import Candidate
 from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.workload import define_text
@@ -25,13 +26,22 @@ def tune_command(
     kernel: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
     size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),
     pipelines: int = typer.Option(200, "--pipelines", help="pipelines: O0..O3 + seeded random sequences"),
+    knobs: bool = typer.Option(True, "--knobs/--no-knobs", help="also O2 and O3 with LLVM unroll counts 1..16"),
     seed: int = typer.Option(0, "--seed", help="seed of the random pass sequences"),
-    dpus: str = typer.Option("1,2,4,8,16", "--dpus", help="DPU counts to consider"),
+    dpus: Optional[str] = typer.Option(None, "--dpus",
+                                       help="the DPU count to tune on (default: one rank, 64, or the most the "
+                                            "size allows); several with --objective end-to-end"),
+    objective: str = typer.Option("kernel", "--objective",
+                                  help="kernel: DPU kernel time; end-to-end: kernel + host transfers"),
     tasklets: str = typer.Option("1,2,4,8,16", "--tasklets", help="tasklet counts to consider"),
     define: list[str] = DEFINES,
     param: list[str] = PARAMS,
     top_k: int = typer.Option(10, "--top-k", "-k", help="candidates to execute"),
     budget_s: Optional[float] = typer.Option(None, "--budget-s", help="stop executing candidates after this long"),
+    max_runs: Optional[int] = typer.Option(None, "--max-runs", help="stop executing candidates after this many runs"),
+    tune_defines: bool = typer.Option(True, "--tune-defines/--no-tune-defines",
+                                      help="search the kernel's speed-only defines (`cnmtune kernels` marks "
+                                           "them *), those -D does not fix"),
     device: str = typer.Option("sim", "--device", help="where to execute: sim, upmem-sim or upmem-hw"),
     sdk_dir: Optional[Path] = typer.Option(None, "--sdk-dir", help="UPMEM SDK directory (upmem-* devices)"),
     model: Optional[Path] = typer.Option(None, "--model", help="cost model .onnx (default: the shipped model)"),
@@ -49,12 +59,13 @@ def tune_command(
     """Tune a kernel: compile pipelines x configs, score all statically, run the top-k, pick the best
     (never slower than the default build). Exits non-zero when no candidate verified."""
     for option, value, least in (("--pipelines", pipelines, 1), ("--top-k", top_k, 1), ("--workers", workers, 1),
-                                 ("--finetune-samples", finetune_samples, 0)):
+                                 ("--finetune-samples", finetune_samples, 0), ("--max-runs", max_runs, 1)):
         if value is not None and value < least:
             raise CnmtuneError(f"{option} must be >= {least}, got {value}")
     found = find_kernel(kernel)
     spec = TuneSpec(kernel=kernel, size=kernel_size(found, size), pipelines=pipelines, seed=seed,
-                    dpus=int_list(dpus, "dpus"), tasklets=int_list(tasklets, "tasklets"), top_k=top_k,
+                    dpus=int_list(dpus, "dpus") if dpus else None, tasklets=int_list(tasklets, "tasklets"),
+                    top_k=top_k, objective=objective, max_runs=max_runs, tune_defines=tune_defines, knobs=knobs,
                     model=str(model) if model else None,
                     exhaustive=exhaustive, budget_s=budget_s, device=device,
                     sdk_dir=str(sdk_dir) if sdk_dir else None, finetune_samples=finetune_samples,
@@ -105,6 +116,8 @@ def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> 
     named += recorded[1].values() if recorded else []
     ids = {pipeline: f"P{i}" for i, pipeline in enumerate(dict.fromkeys(named), 1)}
     console.print(_top_table(report, ids))
+    if len(report.stages) > 1:
+        console.print(_stages_table(report))
     console.print(_summary_table(report, ids))
     _print_legend(ids)
     if recorded:
@@ -120,18 +133,50 @@ def _top_table(report: TuneReport, ids: dict[str, str]) -> Table:
     given = "".join(f", {define_text(k, v)}" for k, v in [*report.defines.items(), *report.params.items()])
     table = Table(title=f"{report.kernel}{given}, size {report.size:,}: top {len(report.top)} of "
                         f"{report.candidates} candidates ({report.variants} variants)", caption_justify="left",
-                  caption="model: the cost model's prediction; speedup: over the default build; +N: N more "
-                          "pipelines built the same binary")
+                  caption="model: the cost model's prediction; speedup: over the default build"
+                          + (" (kernel + transfers)" if report.objective == "end-to-end" else "")
+                          + "; +N: N more pipelines built the same binary")
     # short headers, every cell wraps (never cut to an ellipsis): the table fits 80 columns
     for column in ("#", "pipeline", "DPUs", "tasklets", "model ms", "measured ms", "speedup", "status"):
         table.add_column(column, justify="left" if column in ("pipeline", "status") else "right", overflow="fold")
-    base = report.default.measured_s if report.default else None
+    base = report.default.objective_s(report.objective) if report.default else None
     for rank, c in enumerate(report.top, 1):
-        speedup = f"{base / c.measured_s:.2f}x" if base and c.measured_s else "-"
+        mine = c.objective_s(report.objective)
+        speedup = f"{base / mine:.2f}x" if base and mine else "-"
         mark = " *" if c is report.chosen else ""
         same = f" +{len(c.pipelines) - 1}" if len(c.pipelines) > 1 else ""
         table.add_row(f"{rank}{mark}", ids[c.pipeline] + same, str(c.dpus), str(c.tasklets),
                       milliseconds(c.predicted_s), milliseconds(c.measured_s), speedup, c.status)
+    return table
+
+
+def _variant(c: Candidate, ids: dict[str, str]) -> str:
+    """A candidate's pipeline id and its tuned defines: 'P3 BL=8'."""
+    return " ".join([ids[c.pipeline], *(define_text(name, value) for name, value in c.defines)])
+
+
+def _times(c: Candidate, objective: str) -> str:
+    """A run's kernel time, and under the end-to-end objective its transfers and the sum."""
+    kernel = f"{milliseconds(c.measured_s)} ms"
+    if objective != "end-to-end" or c.transfer_s is None or c.measured_s is None:
+        return kernel
+    return f"{milliseconds(c.measured_s + c.transfer_s)} ms ({kernel} kernel + {milliseconds(c.transfer_s)} ms transfers)"
+
+
+def _stages_table(report: TuneReport) -> Table:
+    """Per search stage: candidates, runs, the model's error on them, the best run after it."""
+    table = Table(title="search", caption="model: MAPE and Kendall tau of the model's kernel times on the stage's "
+                                          "runs (a define stage runs every choice, whatever the model predicts)",
+                  caption_justify="left")
+    for column in ("stage", "candidates", "runs", "model MAPE", "tau", "best ms"):
+        table.add_column(column, justify="left" if column == "stage" else "right", overflow="fold")
+    for stage in report.stages:
+        best = stage["best"]
+        shown = (best["measured_s"] + (best["transfer_s"] or 0.0) * (report.objective == "end-to-end")) if best else None
+        table.add_row(stage["stage"], str(stage["candidates"]), str(stage["runs"]),
+                      f"{stage['model_mape']:.1f} %" if stage["model_mape"] is not None else "-",
+                      f"{stage['model_kendall_tau']:.2f}" if stage["model_kendall_tau"] is not None else "-",
+                      milliseconds(shown))
     return table
 
 
@@ -144,11 +189,16 @@ def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
     if report.chosen_is_default:
         summary.add_row("chosen", "the default build: nothing measured ran faster")
     elif chosen:
-        summary.add_row("chosen (*)", f"{ids[chosen.pipeline]} on {chosen.dpus} DPUs x {chosen.tasklets} "
-                                      f"tasklets: {milliseconds(chosen.measured_s)} ms")
+        summary.add_row("chosen (*)", f"{_variant(chosen, ids)} on {chosen.dpus} DPUs x {chosen.tasklets} "
+                                      f"tasklets: {_times(chosen, report.objective)}")
+        summary.add_row("the gain comes from", ", ".join(report.wins))
+        if chosen.defines:
+            flags = " ".join(f"-D{define_text(name, value)}" for name, value in chosen.defines)
+            summary.add_row("to adopt it", f"build the host and the DPU program with {flags} (the tuning cache "
+                                           "keeps the best pipeline for the defines as given)")
     if default:
         summary.add_row(f"default ({ids[default.pipeline]}, {default.tasklets} tasklets)",
-                        f"{default.dpus} DPUs: {milliseconds(default.measured_s)} ms"
+                        f"{default.dpus} DPUs: {_times(default, report.objective)}"
                         + ("" if default.status == "verified" else f" ({default.status.splitlines()[0]})"))
     if report.speedup_vs_default:
         summary.add_row("speedup over the default", f"{report.speedup_vs_default:.2f}x")

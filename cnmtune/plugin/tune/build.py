@@ -1,27 +1,36 @@
-"""The build role of a tune: compile every pipeline of the space at every tasklet count (with the
-space's defines) in worker processes, read each binary's features, and turn distinct (binary,
-DPUs) pairs into candidates."""
+"""The build role of a tune: compile pipelines at tasklet counts (with the space's base defines
+updated by a build's tuned defines) in worker processes, read each binary's features, and turn
+distinct (binary, DPUs) pairs into candidates."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.jobs import CompileJob, CompileResult, compile_job
 from cnmtune.plugin.tune.report import Candidate
-from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, Space
+from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, Defines, Grid, Space
 from cnmtune.runtime.executor import Executor
 from cnmtune.runtime.kernel import Kernel
 
 
 @dataclass(frozen=True)
-class Built:
-    """The usable binaries in space order (pipeline, then tasklets), failures (and the first
-    one's error) and where time went."""
+class BuildRequest:
+    """One pipeline at some tasklet counts, with tuned defines over the space's base."""
 
-    results: tuple[CompileResult, ...]
+    pipeline: str
+    tasklets: tuple[int, ...]
+    tuned: Defines = ()
+
+
+@dataclass(frozen=True)
+class Built:
+    """The usable binaries in request order (pipeline, then tasklets) with the tuned defines each
+    was built with, failures (and the first one's error) and where time went."""
+
+    results: tuple[tuple[Defines, CompileResult], ...]
     failures: int
     compile_s: float
     features_s: float
@@ -29,24 +38,31 @@ class Built:
 
 
 def build(kernel: Kernel, space: Space, executor: Executor, progress: Callable[[str, int, int], None],
-          on_compiled: Callable[[list[CompileResult]], None]) -> Built:
-    """Compile the space; `on_compiled` sees every result, failures included."""
+          on_compiled: Callable[[list[CompileResult]], None],
+          requests: Sequence[BuildRequest] | None = None) -> Built:
+    """Compile `requests` (default: every pipeline of the space at its base grid's tasklet counts);
+    `on_compiled` sees every result, failures included."""
+    if requests is None:
+        requests = [BuildRequest(text, space.tasklets) for text in space.pipelines]
     start = time.perf_counter()
-    for text in space.pipelines:
-        executor.submit(compile_job, CompileJob(str(kernel.root), text, space.tasklets, space.defines))
-    results: list[CompileResult] = []
+    jobs = {}
+    for request in requests:
+        job = CompileJob(str(kernel.root), request.pipeline, request.tasklets, space.build_defines(request.tuned))
+        jobs[job] = request
+        executor.submit(compile_job, job)
+    results: list[tuple[Defines, CompileResult]] = []
     for done, outcome in enumerate(executor.results(), 1):
         if outcome.ok:
-            results.extend(outcome.value)
-        progress("compile", done, len(space.pipelines))
-    order = {text: i for i, text in enumerate(space.pipelines)}
-    results.sort(key=lambda r: (order[r.record.pipeline], r.record.tasklets))
-    on_compiled(results)
+            results.extend((jobs[outcome.arg].tuned, r) for r in outcome.value)
+        progress("compile", done, len(requests))
+    order = {(r.pipeline, r.tuned): i for i, r in enumerate(requests)}
+    results.sort(key=lambda item: (order[(item[1].record.pipeline, item[0])], item[1].record.tasklets))
+    on_compiled([r for _, r in results])
     wall = time.perf_counter() - start
     # features are read on the workers: their share of the wall time, at most all of it
-    features = min(sum(r.feature_seconds for r in results) / max(1, executor.workers), wall)
-    usable = tuple(r for r in results if r.record.ok)
-    failed = next((r.record.error for r in results if not r.record.ok), "")
+    features = min(sum(r.feature_seconds for _, r in results) / max(1, executor.workers), wall)
+    usable = tuple((tuned, r) for tuned, r in results if r.record.ok)
+    failed = next((r.record.error for _, r in results if not r.record.ok), "")
     return Built(usable, len(results) - len(usable), wall - features, features, first_error(failed))
 
 
@@ -66,22 +82,24 @@ class Candidates:
     default_elf: str | None
 
 
-def candidates_of(kernel: Kernel, built: Built, space: Space) -> Candidates:
-    """One candidate per distinct (ELF, DPUs): pipelines giving the same binary share it."""
+def candidates_of(kernel: Kernel, built: Built, space: Space, grids: dict[Defines, Grid] | None = None) -> Candidates:
+    """One candidate per distinct (ELF, DPUs) on the grid of its defines (`grids`, default: the
+    space's base grid for untuned builds): pipelines giving the same binary share it."""
+    grids = grids or {(): space.grid}
     by_binary: dict[tuple[str, int], Candidate] = {}
     features: list[dict[str, float]] = []
-    for result in built.results:
+    for tuned, result in built.results:
         rec = result.record
-        for dpus in space.dpus(rec.tasklets):
+        for dpus in grids[tuned].dpus(rec.tasklets):
             key = (rec.elf_hash, dpus)
             if key in by_binary:
                 by_binary[key].pipelines.append(rec.pipeline)
                 continue
-            by_binary[key] = Candidate([rec.pipeline], rec.tasklets, dpus, rec.elf_hash)
+            by_binary[key] = Candidate([rec.pipeline], rec.tasklets, dpus, rec.elf_hash, defines=tuned)
             features.append(result.features)
     if not by_binary:
         raise CnmtuneError(f"{kernel.name}: no pipeline compiled ({built.failures} compiles failed); "
                            f"the first: {built.first_failure}")
-    default_elf = next((r.record.elf_hash for r in built.results if r.record.pipeline == DEFAULT_PIPELINE
-                        and r.record.tasklets == space.default_tasklets), None)
+    default_elf = next((r.record.elf_hash for tuned, r in built.results if r.record.pipeline == DEFAULT_PIPELINE
+                        and not tuned and r.record.tasklets == space.default_tasklets), None)
     return Candidates(list(by_binary.values()), features, default_elf)

@@ -301,12 +301,14 @@ def _verified(c: Candidate | None) -> bool:
 
 def _best_by_tasklets(report: TuneReport) -> dict[int, Candidate]:
     """Per tasklet count of the measured top-k: the fastest (for the chosen count: the tuner's
-    choice), unless the default build (O2) ran faster on as many DPUs: then the default."""
+    choice), unless the default build (O2) ran faster on as many DPUs: then the default. Only
+    builds with the tune's own defines count (the cache is keyed by them): a choice with tuned
+    defines is for the user to adopt in both host and DPU builds."""
     best: dict[int, Candidate] = {}
     for c in report.top:
-        if _verified(c) and (c.tasklets not in best or c.measured_s < best[c.tasklets].measured_s):
+        if _verified(c) and not c.defines and (c.tasklets not in best or c.measured_s < best[c.tasklets].measured_s):
             best[c.tasklets] = c
-    if _verified(report.chosen):
+    if _verified(report.chosen) and not report.chosen.defines:
         best[report.chosen.tasklets] = report.chosen
     default = report.default
     if _verified(default) and default.tasklets in best:
@@ -325,7 +327,7 @@ def record_tune(cache: TuningCache, kernel: Kernel, spec: TuneSpec, report: Tune
     was recorded."""
     defines = kernel.workload.resolve_defines(dict(spec.defines))
     tuner = {"size": report.size, "pipelines": spec.pipelines, "seed": spec.seed, "length": spec.length,
-             "dpus": list(spec.dpus), "tasklets": list(spec.tasklets), "top_k": spec.top_k,
+             "dpus": list(spec.dpus) if spec.dpus else None, "tasklets": list(spec.tasklets), "top_k": spec.top_k,
              "model": spec.model or "shipped", "sim_config": spec.sim_config, "params": dict(spec.params)}
     recorded = []
     for tasklets, c in sorted(_best_by_tasklets(report).items()):

@@ -4,7 +4,8 @@ Targets whose runs are pure (the simulator: ``exclusive`` False) run in worker p
 at once unless a time budget asks for one batch per worker at a time, and a run the store
 already holds is re-used instead. Exclusive targets (UPMEM hardware or the SDK simulator) run
 one candidate at a time in this process, rebuilt with the target's own toolchain. Every run is
-built with the space's defines and given its workload parameters.
+built with the space's base defines updated by the candidate's tuned ones and given the
+workload parameters.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class PooledMeasurer(Measurer):
         for c in group:
             self.executor.submit(run_job, RunJob(str(self.kernel.root), c.pipeline, c.tasklets, c.elf_hash,
                                                  ((c.dpus, self.size),), self.sim_config, self.budget, 0,
-                                                 self.space.defines, self.space.params))
+                                                 self.space.build_defines(c.defines), self.space.params))
         by_key = {(c.elf_hash, c.dpus): c for c in group}
         records: list[RunRecord] = []
         for outcome in self.executor.results():
@@ -115,9 +116,9 @@ class InProcessMeasurer(Measurer):
                 c.status = "skipped: time budget spent"
                 continue
             try:
-                variant = Variant.of(self.kernel, c.pipeline, c.tasklets, dict(self.space.defines))
+                variant = Variant.of(self.kernel, c.pipeline, c.tasklets, dict(self.space.build_defines(c.defines)))
                 result = self.target.run(variant, c.dpus, self.size, params=dict(self.space.params))
-                c.measured_s, c.status = result.kernel_s, "verified"
+                c.measured_s, c.transfer_s, c.status = result.kernel_s, result.transfer_s, "verified"
             except CnmtuneError as exc:
                 c.status = f"error: {exc}"
             self.executed += 1
@@ -127,6 +128,6 @@ class InProcessMeasurer(Measurer):
 def take(c: Candidate, rec: RunRecord) -> None:
     """Copy a run's outcome onto its candidate."""
     if rec.ok:
-        c.measured_s, c.status = rec.kernel_seconds, "verified"
+        c.measured_s, c.transfer_s, c.status = rec.kernel_seconds, rec.transfer_seconds, "verified"
     else:
         c.status = f"{rec.status.value}: {rec.error}"

@@ -17,17 +17,32 @@ class Candidate:
     predicted_s: float = float("nan")
     measured_s: float | None = None
     status: str = "not run"
+    defines: tuple[tuple[str, object], ...] = ()  # tuned defines over the tune's base (none: the base)
+    transfer_s: float | None = None  # measured host-link time of the run (CPU-DPU, inter-DPU, DPU-CPU)
+    predicted_transfer_s: float = 0.0  # estimated host-link time (end-to-end objective; else 0)
 
     @property
     def pipeline(self) -> str:
         """The first pipeline (in set order; O2 for the default build) that produced this binary."""
         return self.pipelines[0]
 
+    def objective_s(self, objective: str) -> float | None:
+        """The measured time the tune minimises: the kernel's, or kernel + transfers (end-to-end)."""
+        if self.measured_s is None or (objective == "end-to-end" and self.transfer_s is None):
+            return None
+        return self.measured_s + (self.transfer_s if objective == "end-to-end" else 0.0)
+
+    def predicted_objective_s(self) -> float:
+        """The predicted kernel time plus the estimated transfers (0 under the kernel objective)."""
+        return self.predicted_s + self.predicted_transfer_s
+
     def to_dict(self) -> dict:
         """JSON-safe form."""
         return {"pipeline": self.pipeline, "equivalent_pipelines": len(self.pipelines) - 1,
-                "tasklets": self.tasklets, "dpus": self.dpus, "elf_hash": self.elf_hash,
-                "predicted_s": self.predicted_s, "measured_s": self.measured_s, "status": self.status}
+                "defines": dict(self.defines), "tasklets": self.tasklets, "dpus": self.dpus,
+                "elf_hash": self.elf_hash, "predicted_s": self.predicted_s, "measured_s": self.measured_s,
+                "predicted_transfer_s": self.predicted_transfer_s, "transfer_s": self.transfer_s,
+                "status": self.status}
 
 
 @dataclass
@@ -49,6 +64,26 @@ class TuneReport:
     finetune: dict | None = None
     defines: dict = field(default_factory=dict)  # given over the workload's, in every build
     params: dict = field(default_factory=dict)  # given workload parameters, in every run
+    objective: str = "kernel"  # or "end-to-end": kernel + transfers
+    stages: list[dict] = field(default_factory=list)  # per search stage: what it built, ran and found
+    runs: list[Candidate] = field(default_factory=list)  # every candidate run, in order (the default first)
+
+    @property
+    def wins(self) -> list[str]:
+        """What the chosen variant changes against the default build: its pipeline (when the binary
+        is not the default's), its tuned defines, its tasklets, its DPUs ([] for the default)."""
+        chosen, default = self.chosen, self.default
+        if chosen is None or default is None or chosen is default:
+            return []
+        out = []
+        if chosen.elf_hash != default.elf_hash and default.pipeline not in chosen.pipelines:
+            out.append(f"pipeline {chosen.pipeline}")
+        out += [f"{name}={value}" for name, value in chosen.defines]
+        if chosen.tasklets != default.tasklets:
+            out.append(f"{chosen.tasklets} tasklets")
+        if chosen.dpus != default.dpus:
+            out.append(f"{chosen.dpus} DPUs")
+        return out
 
     @property
     def chosen_is_default(self) -> bool:
@@ -65,14 +100,16 @@ class TuneReport:
 
     @property
     def speedup_vs_default(self) -> float | None:
-        """Measured default time over the chosen variant's measured time."""
-        if not (self.chosen and self.default and self.chosen.measured_s and self.default.measured_s):
+        """The default build's measured objective over the chosen variant's."""
+        if not (self.chosen and self.default):
             return None
-        return self.default.measured_s / self.chosen.measured_s
+        chosen, default = self.chosen.objective_s(self.objective), self.default.objective_s(self.objective)
+        return default / chosen if chosen and default else None
 
     def to_dict(self) -> dict:
         """JSON-safe form (a NaN or infinite number is None: JSON has no NaN)."""
         return _finite({"kernel": self.kernel, "size": self.size, "defines": self.defines, "params": self.params,
+                "objective": self.objective, "wins": self.wins, "stages": self.stages,
                 "variants": self.variants, "candidates": self.candidates, "compile_failures": self.compile_failures,
                 "executed": self.executed, "reused_measurements": self.reused,
                 "top": [c.to_dict() for c in self.top],
@@ -80,7 +117,8 @@ class TuneReport:
                 "default": self.default.to_dict() if self.default else None,
                 "chosen_is_default": self.chosen_is_default, "first_failure": self.first_failure or None,
                 "speedup_vs_default": self.speedup_vs_default, "seconds": self.seconds,
-                "finetune": self.finetune, "exhaustive": self.exhaustive})
+                "finetune": self.finetune, "exhaustive": self.exhaustive,
+                "runs": [c.to_dict() for c in self.runs]})
 
 
 def _finite(value):

@@ -326,7 +326,7 @@ def random_model(tmp_path_factory) -> Path:
     return export_onnx(model, path, schema=schema, toolchain_kind="proxy", llvm_version="test", data_hash="none")
 
 
-TUNE_ENV = {"CNMTUNE_TUNE": "1", "CNMTUNE_TUNE_PIPELINES": "6", "CNMTUNE_TUNE_DPUS": "1,2",
+TUNE_ENV = {"CNMTUNE_TUNE": "1", "CNMTUNE_TUNE_PIPELINES": "6", "CNMTUNE_TUNE_DPUS": "2",
             "CNMTUNE_TUNE_TOP_K": "2", "CNMTUNE_TUNE_WORKERS": "1"}
 
 

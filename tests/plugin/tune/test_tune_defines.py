@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from cnmtune.errors import CnmtuneError
+from cnmtune.passes import knob_pipelines
 from cnmtune.plugin.tune import Candidate, TuneReport, TuneSpec, tune
 from cnmtune.plugin.tune.cache import TuningCache, key_for, record_tune
 from cnmtune.plugin.tune.space import search_space
@@ -47,7 +48,8 @@ def test_a_define_reaches_every_compile_the_default_build_and_the_store(toolchai
     assert (default["pipeline"], default["tasklets"], default["elf_hash"]) == ("O2", 8, o2.elf_hash)
     with Store(db) as store:
         compiles, runs = store.compiles(), store.runs()
-    assert len(compiles) == 4 * 2 and {c.defines for c in compiles} == {"BL=8"}
+    # 4 pipelines and the knob pipelines at 2 tasklet counts, all BL=8: a define given with -D is not tuned
+    assert len(compiles) == (4 + len(knob_pipelines())) * 2 and {c.defines for c in compiles} == {"BL=8"}
     assert {r.elf_hash for r in runs} <= {c.elf_hash for c in compiles} and runs
 
 

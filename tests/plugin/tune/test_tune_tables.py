@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-TUNE = ("tune", "va", "--size", "small", "--pipelines", "12", "--dpus", "1,2", "--tasklets", "2,4", "--top-k", "4",
+TUNE = ("tune", "va", "--size", "small", "--pipelines", "12", "--dpus", "2", "--tasklets", "2,4", "--top-k", "4",
         "-j", "1", "--exhaustive")
 
 
