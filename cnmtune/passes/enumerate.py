@@ -23,10 +23,12 @@ def standard_levels() -> list[Pipeline]:
 
 
 def knob_pipelines() -> list[Pipeline]:
-    """O2 and O3 with each unroll count from 1 (no unrolling) to 16: the loop overhead that
-    unrolling removes is half of a DPU loop's instructions (DPU_CODEGEN.md §4)."""
-    return [Pipeline(level=level, knobs=(("unroll-count", count),)) for level in ("O2", "O3")
-            for count in (1, 2, 4, 8, 16)]
+    """O2 and O3 with each unroll count from 1 (no unrolling) to 16, with runtime unrolling, and
+    with both (count 4): the loop overhead that unrolling removes is half of a DPU loop's
+    instructions (DPU_CODEGEN.md §4)."""
+    knob_sets = [*((("unroll-count", count),) for count in (1, 2, 4, 8, 16)), (("unroll-runtime", 1),),
+                 (("unroll-count", 4), ("unroll-runtime", 1))]
+    return [Pipeline(level=level, knobs=knobs) for level in ("O2", "O3") for knobs in knob_sets]
 
 
 def random_pipeline(length: int, seed: int) -> Pipeline:

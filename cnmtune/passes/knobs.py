@@ -39,6 +39,12 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
          "no forced factor, but pragmas stay overridden); a DPU loop spends about half its "
          "instructions on address, induction and branch",
          "llvm/lib/Transforms/Scalar/LoopUnrollPass.cpp, cl::opt UnrollCount"),
+    Knob("unroll-runtime", 0, 1,
+         "1: also unroll loops whose trip count is known only at run time (with a remainder loop), "
+         "which is every DPU loop over a block or a DPU's share; measured at O2 on one DPU, 16 tasklets, "
+         "1/64 of the default preset: va 1.33 -> "
+         "0.91 ms, red 0.83 -> 0.59 ms, hst-s 2.19 -> 1.97 ms",
+         "llvm/lib/Transforms/Scalar/LoopUnrollPass.cpp, cl::opt UnrollRuntime"),
 )}
 
 _PROCESS_KNOBS: tuple[tuple[str, int], ...] = ()
