@@ -11,10 +11,15 @@ own count, so the default build is PrIM's.
 Exhaustive (``--exhaustive``): every candidate of the pipeline stage is also run, for the regret of
 the top-k choice, its rank and the tuner's wall time against running everything.
 
+Sampled exhaustive (``--explore N``, with the gains mode): after each tune, N points drawn
+uniformly from its whole space (pipelines x tuned-define choices x tasklets) are built and run
+(cnmtune.plugin.tune.explore): the tuned choice against the sample's best and the tuner's time
+against the sample's (targets: within 5 %, >= 10x less time).
+
 Each kernel runs at ``--size``, or at its own size given as ``KERNEL:SIZE`` in ``--kernels``.
 
     python benchmarks/tune_quality.py [--kernels prim,pim-ml] [--size default] [--pipelines 100]
-        [--top-k 10] [--max-runs 60] [--dpus 64] [--exhaustive] [--model M.onnx] [--workers 2]
+        [--top-k 10] [--max-runs 60] [--dpus 64] [--exhaustive | --explore 1000] [--model M.onnx] [--workers 2]
         [--json benchmarks/results/tune_quality.json]
 """
 
@@ -33,7 +38,7 @@ from rich.table import Table
 
 from cnmtune.atomic import atomic_write
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.tune import TuneSpec, tune
+from cnmtune.plugin.tune import TuneSpec, explore, tune
 from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import expand_kernels, find_kernel
 
@@ -48,6 +53,7 @@ def main() -> None:
     parser.add_argument("--tasklets", default="1,2,4,8,12,16", help="tasklet counts (the kernel's own is added)")
     parser.add_argument("--max-runs", type=int, default=60, help="runs per kernel (gains mode)")
     parser.add_argument("--exhaustive", action="store_true", help="regret against running every candidate")
+    parser.add_argument("--explore", type=int, default=0, help="also run this many points sampled from the space")
     parser.add_argument("--model", help="cost model .onnx (default: the shipped model)")
     parser.add_argument("--finetune-samples", type=int, default=0,
                         help="fine-tune the model on this many measured candidates first (tune --finetune-samples)")
@@ -78,12 +84,21 @@ def main() -> None:
             except CnmtuneError as exc:  # one kernel's failure is a row, not the end of the benchmark
                 report = {"kernel": kernel, "error": str(exc)}
             report["wall_s"] = time.perf_counter() - start
+            if args.explore and "error" not in report:
+                sample = explore(spec, executor, args.explore, 0, lambda phase, done, total, t=task, k=kernel:
+                                 bar.update(t, description=f"{k}: explore {phase}", completed=done, total=total))
+                best = sample.best
+                report["explore"] = {"points": sample.points, "space_points": sample.space_points,
+                                     "runs": len(sample.runs), "seconds": sum(sample.seconds.values()),
+                                     "best": best.to_dict() if best else None}
             rows.append(report)
             bar.remove_task(task)
             if args.json:  # after every kernel: a long run keeps what it has measured
                 _write(args, rows)
     console.print(_exhaustive_table(args, rows) if args.exhaustive else _gains_table(args, rows))
     console.print(_exhaustive_summary(rows) if args.exhaustive else _gains_summary(rows))
+    if args.explore:
+        console.print(_explore_table(rows))
 
 
 def _expand(part: str) -> list[str]:
@@ -123,6 +138,22 @@ def _gains_summary(rows: list[dict]) -> str:
     geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
     return (f"geometric mean speedup over the default build: {geomean:.2f}x over {len(speedups)} kernels; "
             f">= 1.3x: {sum(s >= 1.3 for s in speedups)}; failed: {len(rows) - len(speedups)}")
+
+
+def _explore_table(rows: list[dict]) -> Table:
+    table = Table(title="the tuned choice vs a uniform sample of the whole space (every sampled point run)")
+    for column in ("kernel", "sampled", "of", "sample best ms", "tuned ms", "regret", "tune s", "sample s", "faster"):
+        table.add_column(column, justify="left" if column == "kernel" else "right")
+    for r in rows:
+        ex = r.get("explore")
+        if not ex or not ex["best"] or not r["chosen"]:
+            continue
+        best, tuned = ex["best"]["measured_s"], r["chosen"]["measured_s"]
+        tune_s = sum(r["seconds"].values())
+        table.add_row(r["kernel"], str(ex["points"]), str(ex["space_points"]), _ms(best), _ms(tuned),
+                      f"{100 * (tuned / best - 1):+.1f} %", f"{tune_s:.0f}", f"{ex['seconds']:.0f}",
+                      f"{ex['seconds'] / tune_s:.1f}x")
+    return table
 
 
 def _exhaustive_table(args: argparse.Namespace, rows: list[dict]) -> Table:

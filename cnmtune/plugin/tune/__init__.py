@@ -2,11 +2,11 @@
 
 space (what is searched), build (compile and features), score (the cost model, fine-tuning),
 measure (runs on the target), record (measure callbacks), report (candidates and the outcome),
-tuner (the loop: TuneSpec, tune), cache (tuned pipelines for cnmtune-cc).
+tuner (the loop: TuneSpec, tune; explore, a sampled whole space to judge it by), cache (tuned pipelines for cnmtune-cc).
 """
 
 from cnmtune.plugin.tune.report import Candidate, TuneReport
 from cnmtune.plugin.tune.score import default_model_path
-from cnmtune.plugin.tune.tuner import TuneSpec, tune
+from cnmtune.plugin.tune.tuner import Exploration, TuneSpec, explore, tune
 
-__all__ = ["Candidate", "TuneReport", "TuneSpec", "default_model_path", "tune"]
+__all__ = ["Candidate", "Exploration", "TuneReport", "TuneSpec", "default_model_path", "explore", "tune"]

@@ -42,6 +42,8 @@ loop between them.
 
 from __future__ import annotations
 
+import itertools
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,6 +52,7 @@ import numpy as np
 
 from cnmtune.costmodel import model_schema
 from cnmtune.costmodel.learn.metrics import kendall_tau, mape
+from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.tune.build import BuildRequest, Candidates, build, candidates_of
 from cnmtune.plugin.tune.measure import InProcessMeasurer, Measurer, PooledMeasurer
 from cnmtune.plugin.tune.record import MeasureCallback, RecordInStore
@@ -66,7 +69,7 @@ from cnmtune.runtime.target import Target, make_target
 from cnmtune.runtime.workload import DefineValue
 from cnmtune.store import Store
 
-__all__ = ["TuneSpec", "tune"]
+__all__ = ["Exploration", "TuneSpec", "explore", "tune"]
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,45 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
         report.exhaustive = _exhaustive(search, candidates, chosen)
     report.executed, report.reused = search.measurer.executed, search.measurer.reused
     return report
+
+
+@dataclass
+class Exploration:
+    """A uniform sample of a tune's whole space, every point built and run: the yardstick a search
+    is judged by."""
+
+    points: int  # sampled (pipeline, tuned defines, tasklets) points of the space
+    space_points: int  # all valid points of the space
+    runs: list[Candidate]  # every distinct (binary, DPUs) candidate the sample built, as run
+    seconds: dict[str, float]
+
+    @property
+    def best(self) -> Candidate | None:
+        """The fastest verified run of the sample (kernel time)."""
+        verified = [c for c in self.runs if c.measured_s is not None]
+        return min(verified, key=lambda c: c.measured_s) if verified else None
+
+
+def explore(spec: TuneSpec, executor: Executor, points: int, seed: int = 0,
+            progress: Callable[[str, int, int], None] | None = None) -> Exploration:
+    """Build and run `points` points drawn uniformly from the space of `spec` (every pipeline x every
+    choice of the tuned defines x the tasklet counts the grid allows with them, on the tune's DPU
+    count); the cost model chooses nothing here. The kernel objective only."""
+    search = _Search(spec, executor, None, progress or (lambda *_: None))
+    space = search.space
+    if len(space.dpu_counts) != 1:
+        raise CnmtuneError("explore samples the space at one DPU count (the kernel objective)")
+    combos = [_tuned(space, dict(zip([name for name, _ in space.tuned], values)))
+              for values in itertools.product(*(choices for _, choices in space.tuned))]
+    every = [(pipeline, tuned, tasklets) for tuned in dict.fromkeys(combos) for tasklets in search.grid(tuned).tasklets
+             for pipeline in space.pipelines]
+    chosen = random.Random(seed).sample(every, min(points, len(every)))
+    grouped: dict[tuple[str, Defines], list[int]] = {}
+    for pipeline, tuned, tasklets in chosen:
+        grouped.setdefault((pipeline, tuned), []).append(tasklets)
+    found, _ = search.candidates([BuildRequest(p, tuple(sorted(t)), tuned) for (p, tuned), t in grouped.items()])
+    search.measure(found.candidates)
+    return Exploration(len(chosen), len(every), search.run, search.seconds)
 
 
 def _top(candidates: Sequence[Candidate], k: int) -> list[Candidate]:

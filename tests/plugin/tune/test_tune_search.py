@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.tune import TuneSpec, tune
+from cnmtune.plugin.tune import TuneSpec, explore, tune
 from cnmtune.plugin.tune.space import RANK_DPUS, search_space
 from cnmtune.runtime.executor import InlineExecutor
 from cnmtune.runtime.execute import run_binary
@@ -90,3 +90,14 @@ def test_the_run_limit_stops_the_search():
     assert report.executed == len(report.runs) == 3 and report.chosen is not None
     assert report.runs[0] is report.default and report.default.status == "verified"  # first, whatever the limit
     assert sum(s["runs"] for s in report.stages) == 3
+
+
+def test_explore_runs_a_uniform_sample_of_the_whole_space():
+    spec = TuneSpec("va", dpus=(4,), **VA)
+    sample = explore(spec, InlineExecutor(), 12, seed=1)
+    # 2 pipelines + O2 (the default, always in the set), 9 block sizes, 2 tasklet counts
+    assert (sample.points, sample.space_points) == (12, 3 * 9 * 2)
+    assert 0 < len(sample.runs) <= 12 and all(c.dpus == 4 and c.status != "not run" for c in sample.runs)
+    assert sample.best.measured_s == min(c.measured_s for c in sample.runs if c.measured_s is not None)
+    again = explore(spec, InlineExecutor(), 12, seed=1)
+    assert [(c.elf_hash, c.measured_s) for c in again.runs] == [(c.elf_hash, c.measured_s) for c in sample.runs]
