@@ -10,7 +10,7 @@ from rich.table import Table
 
 from cnmtune.passes import Pipeline
 from cnmtune.plugin.cli.options import DEFINES, PARAMS, kernel_size, parse_defines, parse_params
-from cnmtune.plugin.cli.output import console, emit_json
+from cnmtune.plugin.cli.output import console, emit_json, milliseconds
 from cnmtune.runtime.registry import find_runnable_kernel
 from cnmtune.runtime.toolchain import Variant
 
@@ -46,10 +46,10 @@ def run_command(
     summary = Table(title=f"{result.variant} on {where}, size {result.size:,}{with_params}: verified",
                     show_header=False)
     rows = [
-        ("kernel time (ms)", f"{result.kernel_s * 1e3:.4f}  ({result.launches} launch(es))"),
-        ("CPU->DPU transfers (ms)", f"{result.host_to_dpu_s * 1e3:.4f}"),
-        ("Inter-DPU transfers (ms)", f"{result.inter_dpu_s * 1e3:.4f}"),
-        ("DPU->CPU transfers (ms)", f"{result.dpu_to_host_s * 1e3:.4f}"),
+        ("kernel time (ms)", f"{milliseconds(result.kernel_s)}  ({result.launches} launch(es))"),
+        ("CPU->DPU transfers (ms)", milliseconds(result.host_to_dpu_s)),
+        ("Inter-DPU transfers (ms)", milliseconds(result.inter_dpu_s)),
+        ("DPU->CPU transfers (ms)", milliseconds(result.dpu_to_host_s)),
     ]
     if target.counts:  # the UPMEM SDK measures times only; cnmtune's simulator also counts
         rows += [

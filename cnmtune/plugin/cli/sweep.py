@@ -140,7 +140,7 @@ def _summary_table(sweeps: list[KernelSweep]) -> Table:
                          else "right", overflow="fold")
     for s in sweeps:
         top = s.main_effects[0] if s.main_effects else None
-        others = ", ".join(f"{e['param']} {e['range_s'] * 1e3:.4f}" for e in s.main_effects[1:])
+        others = ", ".join(f"{e['param']} {milliseconds(e['range_s'])}" for e in s.main_effects[1:])
         exact = sum(r.method in ("retimed", "recorded") for r in s.results)
         table.add_row(s.trace_set.kernel, top["param"] if top else "-", milliseconds(top["range_s"]) if top else "-",
                       f"{100 * top['relative']:.1f} %" if top else "-", others, str(exact),
