@@ -2,9 +2,10 @@
 DPU count the user gives (or over DPU counts, under the end-to-end objective).
 
 The pipeline set is O0..O3 and seeded random pass sequences (cnmtune.passes.pipeline_set), plus
-O2 and O3 with LLVM's unroll count set (cnmtune.passes.knob_pipelines) unless ``knobs`` is off. The (DPUs, tasklets) points are
-those of the grid that the workload accepts at the tuned size with a build's defines
-(cnmtune.runtime.grid; a larger block define leaves WRAM for fewer tasklets). Every build starts
+O2 and O3 with LLVM's unrolling knobs (cnmtune.passes.knob_pipelines) unless ``knobs`` is off.
+The (DPUs, tasklets) points are those of the grid that the workload accepts at the tuned size
+with a build's defines (cnmtune.runtime.grid; a larger block define leaves WRAM for fewer
+tasklets). Every build starts
 from the workload's defines updated by the user's (-D): the base; a define the workload declares
 tuned (``Workload.tuned_defines``) and the user did not fix is searched over its choices. Every run
 gets the user's workload parameters (--param). The default build is the workload's own build as
@@ -50,7 +51,8 @@ class Grid:
 @dataclass(frozen=True)
 class Space:
     """Pipelines to compile at each tasklet count of the base grid, the defines of every build (the
-    base) and the tuned defines' choices, the workload parameters of every run, and the objective."""
+    base) and the tuned defines' choices, the workload parameters of every run, the size and the
+    DPU counts."""
 
     pipelines: tuple[str, ...]
     grid: Grid
@@ -58,7 +60,6 @@ class Space:
     defines: Defines = ()
     params: tuple[tuple[str, object], ...] = ()
     tuned: tuple[tuple[str, tuple[DefineValue, ...]], ...] = ()
-    objective: str = "kernel"
     size: int = 0
     dpu_counts: tuple[int, ...] = ()
     base_defines: Defines = ()  # the workload's defines updated by `defines`: the default build's
@@ -138,4 +139,4 @@ def search_space(kernel: Kernel, size: int, pipelines: int, seed: int, length: i
     tuned = tuple((name, kernel.workload.define_choices[name]) for name in kernel.workload.tuned_defines
                   if name not in fixed) if tune_defines else ()
     return Space(tuple(texts), grid, default_tasklets(kernel.workload.nr_tasklets, grid.tasklets), defines,
-                 params, tuned, objective, size, tuple(dpus), base)
+                 params, tuned, size, tuple(dpus), base)

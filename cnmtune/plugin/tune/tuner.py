@@ -282,9 +282,8 @@ def _search_defines(search: _Search) -> None:
         best = search.best()
         if best is None:
             return
-        values = {value: _tuned(space, {**dict(best.defines), name: value}) for value in choices}
-        ran = _run_builds(search, best, [BuildRequest(best.pipeline, (best.tasklets,), tuned)
-                                         for tuned in values.values()
+        settings = [_tuned(space, {**dict(best.defines), name: value}) for value in choices]
+        ran = _run_builds(search, best, [BuildRequest(best.pipeline, (best.tasklets,), tuned) for tuned in settings
                                          if best.tasklets in search.grid(tuned).tasklets])
         scored = {c.defines: c.objective_s(objective) for c in [*ran, best] if c.objective_s(objective) is not None}
         requests = []
