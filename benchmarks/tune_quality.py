@@ -19,7 +19,7 @@ against the sample's (targets: within 5 %, >= 10x less time).
 Each kernel runs at ``--size``, or at its own size given as ``KERNEL:SIZE`` in ``--kernels``.
 
     python benchmarks/tune_quality.py [--kernels prim,pim-ml] [--size default] [--pipelines 100]
-        [--top-k 10] [--max-runs 60] [--dpus 64] [--exhaustive | --explore 1000] [--model M.onnx] [--workers 2]
+        [--top-k 10] [--max-runs 60] [--budget-s 300] [--dpus 64] [--exhaustive | --explore 1000] [--model M.onnx] [--workers 2]
         [--json benchmarks/results/tune_quality.json]
 """
 
@@ -52,6 +52,7 @@ def main() -> None:
     parser.add_argument("--dpus", help="DPU counts (default: one rank, or the most the size allows)")
     parser.add_argument("--tasklets", default="1,2,4,8,12,16", help="tasklet counts (the kernel's own is added)")
     parser.add_argument("--max-runs", type=int, default=60, help="runs per kernel (gains mode)")
+    parser.add_argument("--budget-s", type=float, help="seconds of runs per kernel (gains mode; default: no limit)")
     parser.add_argument("--exhaustive", action="store_true", help="regret against running every candidate")
     parser.add_argument("--explore", type=int, default=0, help="also run this many points sampled from the space")
     parser.add_argument("--model", help="cost model .onnx (default: the shipped model)")
@@ -76,6 +77,7 @@ def main() -> None:
                             finetune_samples=args.finetune_samples, tasklets=tasklets,
                             dpus=tuple(map(int, args.dpus.split(","))) if args.dpus else None,
                             max_runs=None if args.exhaustive else args.max_runs,
+                            budget_s=None if args.exhaustive else args.budget_s,
                             tune_defines=not args.exhaustive)
             start = time.perf_counter()
             try:

@@ -26,7 +26,7 @@ def tune_command(
     kernel: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
     size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),
     pipelines: int = typer.Option(200, "--pipelines", help="pipelines: O0..O3 + seeded random sequences"),
-    knobs: bool = typer.Option(True, "--knobs/--no-knobs", help="also O2 and O3 with LLVM unroll counts 1..16"),
+    knobs: bool = typer.Option(True, "--knobs/--no-knobs", help="also O2 and O3 with LLVM's unroll knobs (counts 1..16, runtime unrolling)"),
     seed: int = typer.Option(0, "--seed", help="seed of the random pass sequences"),
     dpus: Optional[str] = typer.Option(None, "--dpus",
                                        help="the DPU count to tune on (default: one rank, 64, or the most the "
