@@ -49,6 +49,11 @@ class DeviceTimes:
     inter_dpu_bytes: int = 0
     kernel_per_launch_s: list[float] = field(default_factory=list)
 
+    @property
+    def transfer_s(self) -> float:
+        """All host-link time so far: CPU-DPU, inter-DPU and DPU-CPU."""
+        return self.host_to_dpu_s + self.inter_dpu_s + self.dpu_to_host_s
+
 
 class Device(abc.ABC):
     """A set of DPUs with one program loaded (the runner role of the tuning loop)."""

@@ -47,6 +47,5 @@ class TransferEstimates:
             except CnmtuneError as exc:
                 raise CnmtuneError(f"{self.kernel.name}: reading the transfers of {dpus} DPUs x {tasklets} "
                                    f"tasklets failed: {exc}") from exc
-            times = device.times
-            self._seconds[key] = times.host_to_dpu_s + times.inter_dpu_s + times.dpu_to_host_s
+            self._seconds[key] = device.times.transfer_s
         return self._seconds[key]

@@ -208,8 +208,6 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
         finetuned, tuned_on = finetune(search.model, candidates, X, spec.finetune_samples, search.measure,
                                        search.kernel.name, search.size, search.schema, spec.seed)
         search.add_seconds("fine-tuning", time.perf_counter() - start)
-        if search.transfers is not None:
-            search.transfers.estimate(candidates)
     top = _top(candidates, spec.top_k)
     search.default = default = _default(found, space)
     # the default first: it runs even when the budget is spent before the top-k
