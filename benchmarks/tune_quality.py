@@ -8,8 +8,9 @@ defines and tasklets, verified), what the gain comes from (pipeline or knob, def
 the geometric mean and how many kernels reach 1.3x. The tasklet grid always holds the workload's
 own count, so the default build is PrIM's.
 
-Exhaustive (``--exhaustive``): every candidate of the pipeline stage is also run, for the regret of
-the top-k choice, its rank and the tuner's wall time against running everything.
+Exhaustive (``--exhaustive``): every candidate of the first population (pipelines x tasklets) is
+also run, for the regret of the choice, its rank and the tuner's wall time against running
+everything.
 
 Sampled exhaustive (``--explore N``, with the gains mode): after each tune, N points drawn
 uniformly from its whole space (pipelines x tuned-define choices x tasklets) are built and run
@@ -19,7 +20,7 @@ against the sample's (targets: within 5 %, >= 10x less time).
 Each kernel runs at ``--size``, or at its own size given as ``KERNEL:SIZE`` in ``--kernels``.
 
     python benchmarks/tune_quality.py [--kernels prim,pim-ml] [--size default] [--pipelines 100]
-        [--top-k 10] [--max-runs 60] [--budget-s 300] [--dpus 64] [--exhaustive | --explore 1000] [--model M.onnx] [--workers 2]
+        [--top-k 10] [--rounds 5] [--no-adapt] [--max-runs 60] [--budget-s 300] [--dpus 64] [--exhaustive | --explore 1000] [--model M.onnx] [--workers 2]
         [--json benchmarks/results/tune_quality.json]
 """
 
@@ -56,8 +57,8 @@ def main() -> None:
     parser.add_argument("--exhaustive", action="store_true", help="regret against running every candidate")
     parser.add_argument("--explore", type=int, default=0, help="also run this many points sampled from the space")
     parser.add_argument("--model", help="cost model .onnx (default: the shipped model)")
-    parser.add_argument("--finetune-samples", type=int, default=0,
-                        help="fine-tune the model on this many measured candidates first (tune --finetune-samples)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the search at most (tune --rounds)")
+    parser.add_argument("--no-adapt", action="store_true", help="never fine-tune the model (tune --no-adapt)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", type=Path, help="write the result as JSON here")
     args = parser.parse_args()
@@ -74,7 +75,7 @@ def main() -> None:
             tasklets = tuple(sorted({*map(int, args.tasklets.split(",")), own}))
             spec = TuneSpec(kernel, size=_size(own_size) if own_size else size, pipelines=args.pipelines,
                             top_k=args.top_k, model=args.model, exhaustive=args.exhaustive,
-                            finetune_samples=args.finetune_samples, tasklets=tasklets,
+                            rounds=args.rounds, adapt=not args.no_adapt, tasklets=tasklets,
                             dpus=tuple(map(int, args.dpus.split(","))) if args.dpus else None,
                             max_runs=None if args.exhaustive else args.max_runs,
                             budget_s=None if args.exhaustive else args.budget_s,
@@ -113,9 +114,11 @@ def _ms(seconds: float | None) -> str:
 
 
 def _gains_table(args: argparse.Namespace, rows: list[dict]) -> Table:
-    table = Table(title=f"tuned vs the default build: {args.pipelines} pipelines + knobs, top-{args.top_k}, "
-                        f"at most {args.max_runs} runs per kernel")
-    for column in ("kernel", "size", "DPUs", "default ms", "tuned ms", "speedup", "gain from", "runs", "model tau",
+    table = Table(title=f"tuned vs the default build: {args.pipelines} pipelines + knobs, {args.rounds} rounds "
+                        f"of {args.top_k}, at most {args.max_runs} runs per kernel",
+                  caption="tau: the model's Kendall tau on the runs of the first round / of the last (after "
+                          "fine-tuning on the runs before it)")
+    for column in ("kernel", "size", "DPUs", "default ms", "tuned ms", "speedup", "gain from", "runs", "tau",
                    "tune s"):
         table.add_column(column, justify="left" if column in ("kernel", "gain from") else "right")
     for r in rows:
@@ -124,12 +127,12 @@ def _gains_table(args: argparse.Namespace, rows: list[dict]) -> Table:
                           f"{r['wall_s']:.0f}")
             continue
         chosen, default = r["chosen"], r["default"]
-        tau = r["stages"][0]["model_kendall_tau"] if r["stages"] else None
+        taus = [s["model_kendall_tau"] for s in r["stages"][:1] + r["stages"][1:][-1:]]
         table.add_row(r["kernel"], f"{r['size']:,}", str(default["dpus"] if default else "-"),
                       _ms(default and default["measured_s"]), _ms(chosen and chosen["measured_s"]),
                       f"{r['speedup_vs_default']:.2f}x" if r["speedup_vs_default"] else "-",
                       ", ".join(r["wins"]) or "(the default build)", str(len(r["runs"])),
-                      f"{tau:.2f}" if tau is not None else "-", f"{r['wall_s']:.0f}")
+                      " / ".join("-" if t is None else f"{t:.2f}" for t in taus) or "-", f"{r['wall_s']:.0f}")
     return table
 
 

@@ -36,7 +36,16 @@ def tune_command(
     tasklets: str = typer.Option("1,2,4,8,16", "--tasklets", help="tasklet counts to consider"),
     define: list[str] = DEFINES,
     param: list[str] = PARAMS,
-    top_k: int = typer.Option(10, "--top-k", "-k", help="candidates to execute"),
+    top_k: int = typer.Option(10, "--top-k", "-k", help="candidates to execute per round of the search"),
+    rounds: int = typer.Option(5, "--rounds", help="rounds of the search at most (it also stops after two "
+                                                   "rounds without a better run)"),
+    exploration: float = typer.Option(0.5, "--exploration",
+                                      help="share of a round's runs taken from the best run's neighbours "
+                                           "(other define values, tasklets, unroll knobs) instead of the "
+                                           "model's picks"),
+    adapt: bool = typer.Option(True, "--adapt/--no-adapt",
+                               help="fine-tune the model on the tune's runs after each round (needs the "
+                                    "model's .pt checkpoint beside it; without it the model is used as is)"),
     budget_s: Optional[float] = typer.Option(None, "--budget-s", help="stop executing candidates after this long"),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", help="stop executing candidates after this many runs"),
     tune_defines: bool = typer.Option(True, "--tune-defines/--no-tune-defines",
@@ -45,9 +54,6 @@ def tune_command(
     device: str = typer.Option("sim", "--device", help="where to execute: sim, upmem-sim or upmem-hw"),
     sdk_dir: Optional[Path] = typer.Option(None, "--sdk-dir", help="UPMEM SDK directory (upmem-* devices)"),
     model: Optional[Path] = typer.Option(None, "--model", help="cost model .onnx (default: the shipped model)"),
-    finetune_samples: int = typer.Option(0, "--finetune-samples",
-                                         help="first run N candidates and fine-tune the model on them "
-                                              "(needs the model's .pt checkpoint beside it)"),
     exhaustive: bool = typer.Option(False, "--exhaustive", help="also run every candidate; report the regret"),
     db: Optional[Path] = typer.Option(None, "--db", help="record everything here; reuse recorded runs"),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="local worker processes (default: all cores)"),
@@ -56,19 +62,23 @@ def tune_command(
     save: bool = typer.Option(True, "--save/--no-save",
                               help="record the choice in the tuning cache, for cnmtune-cc"),
 ) -> None:
-    """Tune a kernel: compile pipelines x configs, score all statically, run the top-k, pick the best
-    (never slower than the default build). Exits non-zero when no candidate verified."""
+    """Tune a kernel: compile pipelines x configs, score all with the cost model, then rounds of an
+    evolutionary search that run the model's picks and the best run's neighbours and fine-tune the
+    model on what ran; pick the fastest (never slower than the default build). Exits non-zero when
+    no candidate verified."""
     for option, value, least in (("--pipelines", pipelines, 1), ("--top-k", top_k, 1), ("--workers", workers, 1),
-                                 ("--finetune-samples", finetune_samples, 0), ("--max-runs", max_runs, 1)):
+                                 ("--rounds", rounds, 1), ("--max-runs", max_runs, 1)):
         if value is not None and value < least:
             raise CnmtuneError(f"{option} must be >= {least}, got {value}")
+    if not 0 <= exploration <= 1:
+        raise CnmtuneError(f"--exploration must be between 0 and 1, got {exploration}")
     found = find_kernel(kernel)
     spec = TuneSpec(kernel=kernel, size=kernel_size(found, size), pipelines=pipelines, seed=seed,
                     dpus=int_list(dpus, "dpus") if dpus else None, tasklets=int_list(tasklets, "tasklets"),
                     top_k=top_k, objective=objective, max_runs=max_runs, tune_defines=tune_defines, knobs=knobs,
                     model=str(model) if model else None,
                     exhaustive=exhaustive, budget_s=budget_s, device=device,
-                    sdk_dir=str(sdk_dir) if sdk_dir else None, finetune_samples=finetune_samples,
+                    sdk_dir=str(sdk_dir) if sdk_dir else None, rounds=rounds, exploration=exploration, adapt=adapt,
                     defines=tuple(parse_defines(define).items()),
                     params=tuple(parse_params(found, param).items()))
     with Store(db) if db is not None else nullcontext() as store, make_executor(workers, scheduler) as executor, \
@@ -116,7 +126,7 @@ def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> 
     named += recorded[1].values() if recorded else []
     ids = {pipeline: f"P{i}" for i, pipeline in enumerate(dict.fromkeys(named), 1)}
     console.print(_top_table(report, ids))
-    if len(report.stages) > 1:
+    if report.stages:
         console.print(_stages_table(report))
     console.print(_summary_table(report, ids))
     _print_legend(ids)
@@ -129,23 +139,24 @@ def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> 
 
 
 def _top_table(report: TuneReport, ids: dict[str, str]) -> Table:
-    """The top-k candidates as scored and run; the chosen one marked *."""
+    """The fastest runs of the search beside the model's prediction; the chosen one marked *."""
     given = "".join(f", {define_text(k, v)}" for k, v in [*report.defines.items(), *report.params.items()])
-    table = Table(title=f"{report.kernel}{given}, size {report.size:,}: top {len(report.top)} of "
-                        f"{report.candidates} candidates ({report.variants} variants)", caption_justify="left",
-                  caption="model: the cost model's prediction; speedup: over the default build"
-                          + (" (kernel + transfers)" if report.objective == "end-to-end" else "")
+    table = Table(title=f"{report.kernel}{given}, size {report.size:,}: the fastest {len(report.top)} of "
+                        f"{len(report.runs)} runs, {report.candidates} candidates ({report.variants} variants)",
+                  caption_justify="left",
+                  caption="model: the cost model's prediction (as adapted by the last round); speedup: over the "
+                          "default build" + (" (kernel + transfers)" if report.objective == "end-to-end" else "")
                           + "; +N: N more pipelines built the same binary")
     # short headers, every cell wraps (never cut to an ellipsis): the table fits 80 columns
-    for column in ("#", "pipeline", "DPUs", "tasklets", "model ms", "measured ms", "speedup", "status"):
-        table.add_column(column, justify="left" if column in ("pipeline", "status") else "right", overflow="fold")
+    for column in ("#", "variant", "DPUs", "tasklets", "model ms", "measured ms", "speedup", "status"):
+        table.add_column(column, justify="left" if column in ("variant", "status") else "right", overflow="fold")
     base = report.default.objective_s(report.objective) if report.default else None
     for rank, c in enumerate(report.top, 1):
         mine = c.objective_s(report.objective)
         speedup = f"{base / mine:.2f}x" if base and mine else "-"
         mark = " *" if c is report.chosen else ""
         same = f" +{len(c.pipelines) - 1}" if len(c.pipelines) > 1 else ""
-        table.add_row(f"{rank}{mark}", ids[c.pipeline] + same, str(c.dpus), str(c.tasklets),
+        table.add_row(f"{rank}{mark}", _variant(c, ids) + same, str(c.dpus), str(c.tasklets),
                       milliseconds(c.predicted_s), milliseconds(c.measured_s), speedup, c.status)
     return table
 
@@ -165,15 +176,18 @@ def _times(c: Candidate, objective: str) -> str:
 
 def _stages_table(report: TuneReport) -> Table:
     """Per search stage: candidates, runs, the model's error on them, the best run after it."""
-    table = Table(title="search", caption="model: MAPE and Kendall tau of the model's kernel times on the stage's "
-                                          "runs (a define stage runs every choice, whatever the model predicts)",
+    table = Table(title="search", caption="built: new candidates scored; explored: runs taken from the best run's "
+                                          "neighbours, the rest are the model's picks; model: MAPE and Kendall tau "
+                                          "of its kernel times on the round's runs, predicted before they ran "
+                                          "(adapted on: the runs it was fine-tuned on first)",
                   caption_justify="left")
-    for column in ("stage", "candidates", "runs", "model MAPE", "tau", "best ms"):
+    for column in ("round", "built", "runs", "explored", "adapted on", "model MAPE", "tau", "best ms"):
         table.add_column(column, justify="left" if column == "stage" else "right", overflow="fold")
     for stage in report.stages:
         best = stage["best"]
         shown = (best["measured_s"] + (best["transfer_s"] or 0.0) * (report.objective == "end-to-end")) if best else None
-        table.add_row(stage["stage"], str(stage["candidates"]), str(stage["runs"]),
+        table.add_row(stage["stage"].removeprefix("round "), str(stage["candidates"]), str(stage["runs"]),
+                      str(stage.get("explored", "-")), str(stage.get("adapted_on") or "-"),
                       f"{stage['model_mape']:.1f} %" if stage["model_mape"] is not None else "-",
                       f"{stage['model_kendall_tau']:.2f}" if stage["model_kendall_tau"] is not None else "-",
                       milliseconds(shown))
@@ -202,9 +216,11 @@ def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
                         + ("" if default.status == "verified" else f" ({default.status.splitlines()[0]})"))
     if report.speedup_vs_default:
         summary.add_row("speedup over the default", f"{report.speedup_vs_default:.2f}x")
-    if report.finetune:
-        ft = report.finetune
-        summary.add_row("fine-tuned on", f"{ft['samples']} measured candidates: MAPE on them "
+    ft = report.finetune
+    if ft and "skipped" in ft:
+        summary.add_row("model not adapted", ft["skipped"])
+    elif ft:
+        summary.add_row("model adapted", f"{ft['rounds']} times; last on {ft['samples']} runs: MAPE on them "
                                          f"{ft['mape_before']:.1f} % -> {ft['mape_after']:.1f} %")
     summary.add_row("time spent (s)", ", ".join(f"{k} {v:.2f}" for k, v in report.seconds.items()))
     summary.add_row("runs", f"{report.executed} executed, {report.reused} reused from the store")

@@ -300,21 +300,16 @@ def _verified(c: Candidate | None) -> bool:
 
 
 def _best_by_tasklets(report: TuneReport) -> dict[int, Candidate]:
-    """Per tasklet count of the measured top-k: the fastest (for the chosen count: the tuner's
-    choice), unless the default build (O2) ran faster on as many DPUs: then the default. Only
-    builds with the tune's own defines count (the cache is keyed by them): a choice with tuned
-    defines is for the user to adopt in both host and DPU builds."""
+    """Per tasklet count of the tune's runs: the fastest by the tune's objective (the default build
+    on a tie; for the chosen count that is the tuner's choice). Only builds with the tune's own defines count (the
+    cache is keyed by them): a choice with tuned defines is for the user to adopt in both host and
+    DPU builds."""
     best: dict[int, Candidate] = {}
-    for c in report.top:
-        if _verified(c) and not c.defines and (c.tasklets not in best or c.measured_s < best[c.tasklets].measured_s):
+    for c in [*([report.default] if report.default else []), *(report.runs or report.top)]:
+        time = c.objective_s(report.objective)
+        if _verified(c) and time is not None and not c.defines and \
+                (c.tasklets not in best or time < best[c.tasklets].objective_s(report.objective)):
             best[c.tasklets] = c
-    if _verified(report.chosen) and not report.chosen.defines:
-        best[report.chosen.tasklets] = report.chosen
-    default = report.default
-    if _verified(default) and default.tasklets in best:
-        rival = best[default.tasklets]
-        if rival.dpus == default.dpus and default.measured_s < rival.measured_s:
-            best[default.tasklets] = default
     return best
 
 
@@ -322,9 +317,8 @@ def record_tune(cache: TuningCache, kernel: Kernel, spec: TuneSpec, report: Tune
                 toolchain_identity: str = "") -> list[tuple[TuningKey, TunedEntry]]:
     """Record a tune of `kernel` (built with the workload's defines updated by the tune's on the
     proxy toolchain) under the key of each of the kernel's sources with those defines: for every
-    tasklet count of the measured top-k, the pipeline `_best_by_tasklets` picks (the tuner's
-    choice for its own count; never one the default O2 build beat on as many DPUs). Returns what
-    was recorded."""
+    tasklet count the tune ran, the pipeline `_best_by_tasklets` picks (the tuner's choice for its
+    own count; never one the default O2 build beat). Returns what was recorded."""
     defines = kernel.workload.resolve_defines(dict(spec.defines))
     tuner = {"size": report.size, "pipelines": spec.pipelines, "seed": spec.seed, "length": spec.length,
              "dpus": list(spec.dpus) if spec.dpus else None, "tasklets": list(spec.tasklets), "top_k": spec.top_k,

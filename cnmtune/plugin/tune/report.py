@@ -47,13 +47,13 @@ class Candidate:
 
 @dataclass
 class TuneReport:
-    """The outcome of a tune: the top-k as run, the choice, the default build, where time went."""
+    """The outcome of a tune: the fastest runs, the choice, the default build, where time went."""
 
     kernel: str
     size: int
     variants: int
     candidates: int
-    top: list[Candidate]
+    top: list[Candidate]  # the fastest runs besides the default (failed runs last), at most top_k
     chosen: Candidate | None
     default: Candidate | None
     seconds: dict[str, float] = field(default_factory=dict)
@@ -61,7 +61,7 @@ class TuneReport:
     executed: int = 0
     reused: int = 0
     exhaustive: dict | None = None
-    finetune: dict | None = None
+    finetune: dict | None = None  # the model's last adaptation and how many rounds adapted it, or why none ran
     defines: dict = field(default_factory=dict)  # given over the workload's, in every build
     params: dict = field(default_factory=dict)  # given workload parameters, in every run
     objective: str = "kernel"  # or "end-to-end": kernel + transfers
@@ -92,8 +92,8 @@ class TuneReport:
 
     @property
     def first_failure(self) -> str:
-        """The first run that failed (the default, then the top-k in order), in one line; '' if none."""
-        for c in ([self.default] if self.default else []) + self.top:
+        """The first run that failed (in run order: the default first), in one line; '' if none."""
+        for c in self.runs or ([self.default] if self.default else []) + self.top:
             if c.status not in ("verified", "not run") and not c.status.startswith("skipped"):
                 return f"{c.pipeline} on {c.dpus} DPUs x {c.tasklets} tasklets: {c.status.splitlines()[0]}"
         return ""

@@ -1,29 +1,35 @@
-"""The autotuner: a model-ranked search over pipelines and a measured one over kernel parameters.
+"""The autotuner: an evolutionary search over the space with the cost model as its fitness, the
+model fine-tuned on what each round measured (TVM/Ansor-style).
 
 One tune of a kernel at one problem size on the DPU count the user gives (default: one rank of 64,
 or the largest count the size allows), every build with the workload's defines updated by
-``defines`` (-D, the base) and every run with the workload parameters ``params`` (--param):
-1. pipelines: the pipeline set (O0..O3, seeded random sequences, O2/O3 with LLVM unroll counts) x
-   the tasklet counts of the grid are compiled in parallel (build cache; identical ELFs are one
-   candidate) and their features read; every candidate is scored in one batch by the ONNX cost
-   model (with ``finetune_samples`` N, the model is first adapted to this kernel and size on N
-   measured candidates, L2P's transfer); the default build (O2, the base, the workload's tasklets)
-   and the k candidates with the lowest predicted objective are run (verified);
-2. kernel parameters: the workload's tuned defines (a block size, a synchronisation scheme; those
-   -D did not fix) are searched by measurement, one define at a time from the best run so far:
-   the best run's pipeline is built with every choice of the define at its tasklet count and run,
-   then the two fastest choices at every other tasklet count the grid allows with them (a larger
-   block leaves WRAM for fewer tasklets); the fastest becomes the start of the next define. The
-   cost model is not asked here: it was trained on the workloads' default defines;
-3. pipelines again, when step 2 changed a define: every pipeline is built with the new defines at
-   the best run's tasklet count, scored, and the top k run.
-The objective is the kernel time, or with ``objective='end-to-end'`` the kernel time plus the
-run's host transfers over several DPU counts (predicted: the model's kernel time plus the
-transfers of the host program for that configuration, cnmtune.plugin.tune.transfers). Runs stop
-at the execution time budget or at ``max_runs``; the default build always runs first. The fastest
-verified run is chosen, the default when nothing beats it: a tune never returns a variant slower
-than the default. The report lists per stage what was built and run, the model's error on it, and
-what the choice changes against the default (``wins``).
+``defines`` (-D, the base) and every run with the workload parameters ``params`` (--param). A point
+of the space is a pipeline (O0..O3, seeded random sequences, O2/O3 with LLVM's unroll knobs) x the
+workload's tuned defines (those -D did not fix) x tasklets (x DPUs under the end-to-end objective);
+building it gives a candidate, one per distinct (binary, DPUs), scored by the ONNX cost model from
+the binary's features. The search:
+- the population starts as every pipeline at the base defines and every tasklet count of the grid,
+  compiled in parallel (build cache; identical ELFs are one candidate) and scored in one batch; the
+  default build (O2, the base, the workload's tasklets) runs first, whatever the budget;
+- each round builds and scores the offspring of the best runs so far (the elite): every one-step
+  neighbour of each (cnmtune.plugin.tune.moves: another value of one define, the adjacent tasklet
+  counts, another unroll knob or the adjacent O-level), the crossovers of the best two, and every
+  pipeline at the best run's defines and tasklets; then it runs a batch of ``top_k``: a share
+  ``exploration`` of it from the best run's unmeasured neighbours, one dimension after the other
+  (within a dimension, lowest predicted first; the binaries' features do not see most define
+  values, so these are measured, not predicted), the rest the unmeasured candidates with the lowest
+  predicted objective;
+- after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
+  verified run of the tune (L2P's transfer, the first layers frozen) and every candidate is scored
+  again; a model without its checkpoint is used as it is, and the report says so.
+The rounds stop at ``rounds``, after two rounds that did not improve the best run by 0.5 %, when
+nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent. The
+objective is the kernel time, or with ``objective='end-to-end'`` the kernel time plus the run's
+host transfers over several DPU counts (predicted: the model's kernel time plus the transfers of
+the host program for that configuration, cnmtune.plugin.tune.transfers). The fastest verified run
+is chosen, the default when nothing beats it: a tune never returns a variant slower than the
+default. The report lists per round what was built and run and the model's error on the runs
+(predicted before they ran), and what the choice changes against the default (``wins``).
 With a store, every compile, feature vector and run is recorded and a later tune of the same
 kernel re-uses the recorded runs instead of executing again; runs with workload parameters are
 neither re-used nor recorded (the store keys a run by binary, DPUs, tasklets and size, not by the
@@ -31,18 +37,19 @@ parameters it was given). On a UPMEM target ('upmem-sim', 'upmem-hw') candidates
 scored from their proxy binaries' features (the model's schema) and each chosen pipeline is
 rebuilt with the UPMEM SDK and measured there, one at a time in this process; UPMEM runs are not
 recorded in the store, which keys runs by proxy ELF.
-``exhaustive`` also runs every candidate of step 1, to measure the regret of the top-k choice and
-how much faster the tuner was.
+``exhaustive`` also runs every candidate of the first population, to measure the regret of the
+choice and how much faster the tuner was.
 
-The roles are modules of this package: space (what is searched), build (compile and features),
-score (the cost model, fine-tuning), measure (runs on the target), transfers (host-link
-estimates), record (measure callbacks), report (candidates and the outcome); this module is the
-loop between them.
+The roles are modules of this package: space (what is searched), moves (mutations and
+crossovers), build (compile and features), score (the cost model, fine-tuning), measure (runs on
+the target), transfers (host-link estimates), record (measure callbacks), report (candidates and
+the outcome); this module is the loop between them.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -52,12 +59,13 @@ import numpy as np
 
 from cnmtune.costmodel import model_schema
 from cnmtune.costmodel.learn.metrics import kendall_tau, mape
-from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.tune.build import BuildRequest, Candidates, build, candidates_of
+from cnmtune.errors import CnmtuneError, ModelError
+from cnmtune.plugin.tune.build import BuildRequest, build, candidates_of
 from cnmtune.plugin.tune.measure import InProcessMeasurer, Measurer, PooledMeasurer
+from cnmtune.plugin.tune.moves import Point, crossovers, neighbours, tuned_defines
 from cnmtune.plugin.tune.record import MeasureCallback, RecordInStore
 from cnmtune.plugin.tune.report import Candidate, TuneReport
-from cnmtune.plugin.tune.score import finetune, load_model, score
+from cnmtune.plugin.tune.score import adapt, load_model, predict
 from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, Defines, Grid, Space, search_space, valid_grid
 from cnmtune.plugin.tune.transfers import TransferEstimates
 from cnmtune.runtime.executor import Executor
@@ -70,6 +78,10 @@ from cnmtune.runtime.workload import DefineValue
 from cnmtune.store import Store
 
 __all__ = ["Exploration", "TuneSpec", "explore", "tune"]
+
+ELITE = 3  # the best runs whose offspring each round builds
+PATIENCE = 2  # rounds without a better run before the search stops
+IMPROVEMENT = 0.005  # what counts as a better run: 0.5 % faster
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,7 @@ class TuneSpec:
     length: int | None = 10
     dpus: tuple[int, ...] | None = None
     tasklets: tuple[int, ...] = (1, 2, 4, 8, 16)
-    top_k: int = 10
+    top_k: int = 10  # runs per round
     model: str | None = None
     exhaustive: bool = False
     budget_s: float | None = None
@@ -92,20 +104,26 @@ class TuneSpec:
     budget: int = DEFAULT_BUDGET
     device: str = "sim"
     sdk_dir: str | None = None
-    finetune_samples: int = 0
     defines: tuple[tuple[str, DefineValue], ...] = ()  # over the workload's, in every build
     params: tuple[tuple[str, object], ...] = ()  # the workload's parameters in every run
     objective: str = "kernel"  # or "end-to-end": kernel + transfers, over the DPU counts
     tune_defines: bool = True  # search the workload's tuned defines (those -D does not fix)
     knobs: bool = True  # add O2/O3 with LLVM unroll counts to the pipelines
     max_runs: int | None = None  # stop running candidates after this many runs
+    rounds: int = 5  # rounds of the search at most
+    exploration: float = 0.5  # the share of a round's runs taken from the best run's neighbours
+    adapt: bool = True  # fine-tune the model on the tune's runs after every round
 
 
 class _Search:
-    """The state of one tune between its stages: the space, the model, the runs so far."""
+    """The state of one tune: the space, the model, every candidate built (the population) and
+    every run so far."""
 
     def __init__(self, spec: TuneSpec, executor: Executor, store: Store | None,
                  progress: Callable[[str, int, int], None]):
+        if spec.top_k < 1 or spec.rounds < 1 or not 0 <= spec.exploration <= 1:
+            raise CnmtuneError(f"a tune needs top_k >= 1, rounds >= 1 and 0 <= exploration <= 1; got {spec.top_k}, "
+                               f"{spec.rounds}, {spec.exploration}")
         self.spec, self.executor, self.progress = spec, executor, progress
         self.target = make_target(spec.device, sim_config=spec.sim_config, budget=spec.budget, sdk_dir=spec.sdk_dir)
         self.kernel = find_kernel(spec.kernel)
@@ -126,8 +144,15 @@ class _Search:
         self.seconds: dict[str, float] = {}
         self.stages: list[dict] = []
         self.failures = 0
+        self.pool: list[Candidate] = []  # every distinct (binary, DPUs) built, in build order
+        self.rows: list[np.ndarray] = []  # the model's input row of each
+        self.by_binary: dict[tuple[str, int], int] = {}  # (ELF, DPUs) -> index in the pool
+        self.points: dict[Point, Candidate] = {}  # every point built, to its candidate
+        self.built: set[tuple[str, Defines, int]] = set()  # (pipeline, tuned, tasklets) compiled or failed
         self.run: list[Candidate] = []  # every candidate measured, in order
         self.default: Candidate | None = None
+        self.not_adapted = "" if spec.adapt else "adaptation off"
+        self.last_adaptation: dict = {}
 
     def add_seconds(self, phase: str, seconds: float) -> None:
         self.seconds[phase] = self.seconds.get(phase, 0.0) + seconds
@@ -139,22 +164,58 @@ class _Search:
                                               self.space.build_defines(tuned), self.space.params)
         return self.grids[tuned]
 
-    def candidates(self, requests: Sequence[BuildRequest] | None = None) -> tuple[Candidates, np.ndarray]:
-        """Build `requests` (default: the space), read features, score every candidate."""
-        for request in requests or ():
-            self.grid(request.tuned)
+    def candidates(self, requests: Sequence[BuildRequest] | None = None) -> list[Candidate]:
+        """Build `requests` (default: the space) where not built yet, score the new binaries and add
+        them to the population; returns the candidates of every requested point built."""
+        requests = list(requests) if requests is not None else \
+            [BuildRequest(text, self.space.tasklets) for text in self.space.pipelines]
+        todo = []
+        for r in requests:
+            self.grid(r.tuned)
+            tasklets = tuple(t for t in r.tasklets if (r.pipeline, r.tuned, t) not in self.built)
+            if tasklets:
+                todo.append(BuildRequest(r.pipeline, tasklets, r.tuned))
+                self.built.update((r.pipeline, r.tuned, t) for t in tasklets)
+        if todo:
+            self._add(todo)
+        wanted = {(r.pipeline, r.tuned, t) for r in requests for t in r.tasklets}
+        found = [c for p, c in self.points.items() if (p.pipeline, p.tuned, p.tasklets) in wanted]
+        return list({id(c): c for c in found}.values())
+
+    def _add(self, requests: list[BuildRequest]) -> None:
         built = build(self.kernel, self.space, self.executor, self.progress,
                       lambda results: [c.compiled(results) for c in self.callbacks], requests)
         self.add_seconds("compile", built.compile_s)
         self.add_seconds("features", built.features_s)
         self.failures += built.failures
+        if not built.results:
+            if not self.pool:
+                candidates_of(self.kernel, built, self.space, self.grids)  # raises: nothing compiled
+            return
         found = candidates_of(self.kernel, built, self.space, self.grids)
+        new = []
+        for c, features in zip(found.candidates, found.features):
+            key = (c.elf_hash, c.dpus)
+            if key in self.by_binary:
+                known = self.pool[self.by_binary[key]]
+                known.pipelines += [p for p in c.pipelines if p not in known.pipelines]
+            else:
+                self.by_binary[key] = len(self.pool)
+                self.pool.append(c)
+                new.append((c, features))
+        for tuned, result in built.results:
+            rec = result.record
+            for dpus in self.grid(tuned).dpus(rec.tasklets):
+                self.points[Point(rec.pipeline, tuned, rec.tasklets, dpus)] = \
+                    self.pool[self.by_binary[(rec.elf_hash, dpus)]]
         start = time.perf_counter()
-        X = score(self.model, self.model_path, found.candidates, found.features, self.size, self.schema)
-        if self.transfers is not None:
-            self.transfers.estimate(found.candidates)
+        if new:
+            rows = predict(self.model, self.model_path, [c for c, _ in new], [f for _, f in new], self.size,
+                           self.schema)
+            self.rows.extend(rows)
+            if self.transfers is not None:
+                self.transfers.estimate([c for c, _ in new])
         self.add_seconds("scoring", time.perf_counter() - start)
-        return found, X
 
     def measure(self, candidates: Sequence[Candidate]) -> list[Candidate]:
         """Run the candidates not run yet, within the time budget and the run limit; returns them."""
@@ -174,6 +235,11 @@ class _Search:
         self.run += ran
         return ran
 
+    def spent(self) -> bool:
+        """The run limit or the execution budget is used up."""
+        return (self.spec.max_runs is not None and len(self.run) >= self.spec.max_runs) or \
+            (self.spec.budget_s is not None and self.seconds.get("execution", 0.0) >= self.spec.budget_s)
+
     def best(self) -> Candidate | None:
         """The fastest verified run so far by the objective; on a tie the default build, else the
         earliest: only a faster run replaces the default."""
@@ -181,8 +247,37 @@ class _Search:
         return min(verified, key=lambda c: (c.objective_s(self.spec.objective), c is not self.default)) \
             if verified else None
 
-    def stage(self, name: str, candidates: int, ran: list[Candidate]) -> None:
-        """Note one stage: candidates scored, runs, the model's error on them, the best so far."""
+    def elite(self) -> list[Candidate]:
+        """The best distinct verified runs, fastest first (the default build's point before any run)."""
+        verified = sorted((c for c in self.run if c.objective_s(self.spec.objective) is not None),
+                          key=lambda c: c.objective_s(self.spec.objective))
+        return verified[:ELITE] or ([self.default] if self.default else [])
+
+    def point_of(self, c: Candidate) -> Point:
+        """The point a candidate was first built as."""
+        return Point(c.pipeline, c.defines, c.tasklets, c.dpus)
+
+    def adapt(self) -> dict | None:
+        """Fine-tune the model on every verified run of the tune and score the population again;
+        None when it cannot (fewer than 2 runs, adaptation off, no checkpoint: `not_adapted` says)."""
+        verified = [c for c in self.run if c.measured_s is not None]
+        if self.not_adapted or len(verified) < 2:
+            return None
+        start = time.perf_counter()
+        try:
+            learnt = adapt(self.model, np.stack([self.rows[self.by_binary[(c.elf_hash, c.dpus)]] for c in verified]),
+                           verified, self.kernel.name, self.size, self.schema, self.spec.seed)
+        except ModelError as exc:
+            self.not_adapted = str(exc)
+            return None
+        for c, p in zip(self.pool, self.model.predict(np.stack(self.rows)).runtime_s):
+            c.predicted_s = float(p)
+        self.add_seconds("fine-tuning", time.perf_counter() - start)
+        self.last_adaptation = learnt
+        return learnt
+
+    def stage(self, name: str, candidates: int, ran: list[Candidate], **more) -> None:
+        """Note one round: candidates built, runs, the model's error on them, the best so far."""
         measured = [c for c in ran if c.measured_s is not None]
         true = np.array([c.measured_s for c in measured])
         pred = np.array([c.predicted_s for c in measured])
@@ -192,40 +287,114 @@ class _Search:
             "stage": name, "candidates": candidates, "runs": len(ran), "verified": len(measured),
             "model_mape": mape(true[known], pred[known]) if known.sum() else None,
             "model_kendall_tau": kendall_tau(true[known], pred[known]) if known.sum() > 1 else None,
-            "best": best.to_dict() if best else None})
+            "best": best.to_dict() if best else None, **more})
 
 
 def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
          progress: Callable[[str, int, int], None] | None = None) -> TuneReport:
     """Tune `spec.kernel` (see the module docstring); `progress(phase, done, total)` as work completes."""
     search = _Search(spec, executor, store, progress or (lambda *_: None))
-    space, objective = search.space, spec.objective
-    found, X = search.candidates()
-    candidates = found.candidates
-    finetuned, tuned_on = None, []
-    if spec.finetune_samples:
-        start = time.perf_counter()
-        finetuned, tuned_on = finetune(search.model, candidates, X, spec.finetune_samples, search.measure,
-                                       search.kernel.name, search.size, search.schema, spec.seed)
-        search.add_seconds("fine-tuning", time.perf_counter() - start)
-    top = _top(candidates, spec.top_k)
-    search.default = default = _default(found, space)
-    # the default first: it runs even when the budget is spent before the top-k
-    search.stage("pipelines", len(candidates), tuned_on + search.measure(([default] if default else []) + top))
-    if space.tuned:
-        _search_defines(search)
-    best = search.best()
-    if best is not None and best.defines:
-        _pipelines_again(search, best)
+    population = search.candidates()
+    search.default = default = _default(search)
+    if default is not None:  # first: it runs even when the budget is spent before anything else
+        search.measure([default])
+    _evolve(search)
     chosen = search.best()
-    report = TuneReport(search.kernel.name, search.size, sum(len(c.pipelines) for c in candidates), len(candidates),
-                        top, chosen, default, search.seconds, search.failures, finetune=finetuned,
-                        defines=dict(spec.defines), params=dict(spec.params), objective=objective,
-                        stages=search.stages, runs=search.run)
+    objective = spec.objective
+    tried = [c for c in search.run if c is not default]
+    top = sorted(tried, key=lambda c: (c.objective_s(objective) is None, c.objective_s(objective) or 0.0))
+    report = TuneReport(search.kernel.name, search.size, sum(len(c.pipelines) for c in search.pool),
+                        len(search.pool), top[:spec.top_k], chosen, default, search.seconds, search.failures,
+                        finetune=_adaptation(search), defines=dict(spec.defines), params=dict(spec.params),
+                        objective=objective, stages=search.stages, runs=search.run)
     if spec.exhaustive:
-        report.exhaustive = _exhaustive(search, candidates, chosen)
+        report.exhaustive = _exhaustive(search, population, chosen)
     report.executed, report.reused = search.measurer.executed, search.measurer.reused
     return report
+
+
+def _evolve(search: _Search) -> None:
+    """The rounds of the search (see the module docstring); the default build has run."""
+    spec, objective = search.spec, search.spec.objective
+    quiet = 0
+    for number in range(1, spec.rounds + 1):
+        if search.spent():
+            return
+        adapted = search.adapt() if number > 1 else None
+        before, built = search.best(), len(search.pool) if number > 1 else 0
+        explored, exploited = _batch(search, _offspring(search))
+        if not explored + exploited:
+            return
+        ran = search.measure(explored + exploited)
+        if number == 1 and search.default is not None and search.default in search.run:
+            ran.insert(0, search.default)
+        search.stage(f"round {number}", len(search.pool) - built, ran, explored=len(explored),
+                     adapted_on=adapted["samples"] if adapted else None)
+        best = search.best()
+        if before is None or best is None or \
+                best.objective_s(objective) < (1 - IMPROVEMENT) * before.objective_s(objective):
+            quiet = 0
+        else:
+            quiet += 1
+            if quiet >= PATIENCE:
+                return
+
+
+def _offspring(search: _Search) -> dict[str, list[Candidate]]:
+    """Build and score the elite's offspring: the neighbours of each elite run, the crossovers of the
+    best two, every pipeline at the best run's defines and tasklets. Returns the unmeasured
+    crossovers and neighbours of the best run by dimension, lowest predicted first."""
+    space, elite = search.space, search.elite()
+    if not elite:
+        return {}
+    points = [search.point_of(c) for c in elite]
+    moves = [neighbours(p, space, search.grid) for p in points]
+    crossed = crossovers(points[0], points[1], search.grid) if len(points) > 1 else []
+    wanted = [p for m in moves for found in m.values() for p in found] + crossed
+    best = points[0]
+    if best.tuned:
+        wanted += [Point(text, best.tuned, best.tasklets, best.dpus) for text in space.pipelines]
+    grouped: dict[tuple[str, Defines], set[int]] = {}
+    for p in wanted:
+        grouped.setdefault((p.pipeline, p.tuned), set()).add(p.tasklets)
+    search.candidates([BuildRequest(text, tuple(sorted(t)), tuned) for (text, tuned), t in grouped.items()])
+    by_dimension = {"crossover": crossed, **moves[0]}
+    out = {}
+    for dimension, found in by_dimension.items():
+        fresh = [search.points[p] for p in found if p in search.points and search.points[p].status == "not run"]
+        distinct = list({id(c): c for c in fresh}.values())
+        out[dimension] = sorted(distinct, key=lambda c: c.predicted_objective_s())  # stable: nearest first
+    return out
+
+
+def _batch(search: _Search, explore: dict[str, list[Candidate]]) -> tuple[list[Candidate], list[Candidate]]:
+    """A round's runs: up to a share `exploration` of `top_k` from `explore`, one dimension after the
+    other, the rest the unmeasured candidates with the lowest predicted objective."""
+    k = search.spec.top_k
+    share = math.ceil(k * search.spec.exploration)
+    queues = [list(q) for q in explore.values()]
+    picked: dict[int, Candidate] = {}
+    while len(picked) < share and any(queues):
+        for queue in queues:
+            while queue and id(queue[0]) in picked:
+                queue.pop(0)
+            if queue and len(picked) < share:
+                c = queue.pop(0)
+                picked[id(c)] = c
+    explored = list(picked.values())
+    rest = sorted((c for c in search.pool if c.status == "not run" and id(c) not in picked),
+                  key=lambda c: c.predicted_objective_s())
+    return explored, rest[:k - len(explored)]
+
+
+def _adaptation(search: _Search) -> dict | None:
+    """What fine-tuning did over the rounds, for the report: the last adaptation, or why none ran."""
+    rounds = [s for s in search.stages if s.get("adapted_on")]
+    if search.not_adapted and search.spec.adapt:
+        return {"skipped": search.not_adapted}
+    if not rounds:
+        return None
+    return {**search.last_adaptation, "rounds": len(rounds)}
 
 
 @dataclass
@@ -254,7 +423,7 @@ def explore(spec: TuneSpec, executor: Executor, points: int, seed: int = 0,
     space = search.space
     if len(space.dpu_counts) != 1:
         raise CnmtuneError("explore samples the space at one DPU count (the kernel objective)")
-    combos = [_tuned(space, dict(zip([name for name, _ in space.tuned], values)))
+    combos = [tuned_defines(space, dict(zip([name for name, _ in space.tuned], values)))
               for values in itertools.product(*(choices for _, choices in space.tuned))]
     every = [(pipeline, tuned, tasklets) for tuned in dict.fromkeys(combos) for tasklets in search.grid(tuned).tasklets
              for pipeline in space.pipelines]
@@ -262,60 +431,9 @@ def explore(spec: TuneSpec, executor: Executor, points: int, seed: int = 0,
     grouped: dict[tuple[str, Defines], list[int]] = {}
     for pipeline, tuned, tasklets in chosen:
         grouped.setdefault((pipeline, tuned), []).append(tasklets)
-    found, _ = search.candidates([BuildRequest(p, tuple(sorted(t)), tuned) for (p, tuned), t in grouped.items()])
-    search.measure(found.candidates)
+    found = search.candidates([BuildRequest(p, tuple(sorted(t)), tuned) for (p, tuned), t in grouped.items()])
+    search.measure(found)
     return Exploration(len(chosen), len(every), search.run, search.seconds)
-
-
-def _top(candidates: Sequence[Candidate], k: int) -> list[Candidate]:
-    """The k candidates with the lowest predicted objective."""
-    return sorted(candidates, key=lambda c: c.predicted_objective_s())[:k]
-
-
-def _search_defines(search: _Search) -> None:
-    """Step 2: each tuned define in turn from the best run so far: every choice at the best run's
-    tasklets (and DPUs), then the two fastest choices at every other tasklet count the grid allows."""
-    space, objective = search.space, search.spec.objective
-    for name, choices in space.tuned:
-        best = search.best()
-        if best is None:
-            return
-        settings = [_tuned(space, {**dict(best.defines), name: value}) for value in choices]
-        ran = _run_builds(search, best, [BuildRequest(best.pipeline, (best.tasklets,), tuned) for tuned in settings
-                                         if best.tasklets in search.grid(tuned).tasklets])
-        scored = {c.defines: c.objective_s(objective) for c in [*ran, best] if c.objective_s(objective) is not None}
-        requests = []
-        for tuned in sorted(scored, key=scored.get)[:2]:
-            others = tuple(t for t in search.grid(tuned).tasklets if t != best.tasklets)
-            if others:
-                requests.append(BuildRequest(best.pipeline, others, tuned))
-        ran += _run_builds(search, best, requests)
-        search.stage(f"define {name}", len(ran), ran)
-
-
-def _run_builds(search: _Search, best: Candidate, requests: list[BuildRequest]) -> list[Candidate]:
-    """Build `requests` and run their candidates on the best run's DPUs not run before."""
-    if not requests:
-        return []
-    found, _ = search.candidates(requests)
-    known = {(c.elf_hash, c.dpus) for c in search.run}
-    return search.measure([c for c in found.candidates if c.dpus == best.dpus and (c.elf_hash, c.dpus) not in known])
-
-
-def _tuned(space: Space, values: dict[str, DefineValue]) -> Defines:
-    """Tuned define values as a candidate carries them: in the space's order, without those equal
-    to the base build's."""
-    base = dict(space.base_defines)
-    return tuple((name, values[name]) for name, _ in space.tuned if name in values and values[name] != base.get(name))
-
-
-def _pipelines_again(search: _Search, best: Candidate) -> None:
-    """Step 3: every pipeline with the best run's defines at its tasklet count, scored; the top k run."""
-    requests = [BuildRequest(text, (best.tasklets,), best.defines) for text in search.space.pipelines]
-    found, _ = search.candidates(requests)
-    known = {(c.elf_hash, c.dpus) for c in search.run}
-    top = [c for c in _top(found.candidates, search.spec.top_k) if (c.elf_hash, c.dpus) not in known]
-    search.stage("pipelines with the tuned defines", len(found.candidates), search.measure(top))
 
 
 def _measurer(spec: TuneSpec, kernel: Kernel, size: int, space: Space, target: Target, executor: Executor,
@@ -330,19 +448,19 @@ def _measurer(spec: TuneSpec, kernel: Kernel, size: int, space: Space, target: T
                           spec.budget)
 
 
-def _default(found: Candidates, space: Space) -> Candidate | None:
+def _default(search: _Search) -> Candidate | None:
     """The default build's candidate on the largest DPU count its tasklets run on (None: O2 did
     not compile at the default tasklet count)."""
-    dpus = max(space.dpus(space.default_tasklets))
-    default = next((c for c in found.candidates if c.elf_hash == found.default_elf and c.dpus == dpus
-                    and not c.defines), None)
+    space = search.space
+    tasklets = space.default_tasklets
+    default = search.points.get(Point(DEFAULT_PIPELINE, (), tasklets, max(space.dpus(tasklets))))
     if default is not None:  # named by its own pipeline, not by the first one with the same ELF
         default.pipelines.sort(key=lambda text: text != DEFAULT_PIPELINE)
     return default
 
 
 def _exhaustive(search: _Search, candidates: list[Candidate], chosen: Candidate | None) -> dict:
-    """Run every candidate of step 1 not run yet: the regret of the choice and how much faster the
+    """Run every candidate of the first population not run yet: the regret of the choice and how much faster the
     tuner was."""
     objective = search.spec.objective
     tuner_seconds = sum(search.seconds.values())
