@@ -20,7 +20,7 @@ from cnmtune.costmodel import model_features, model_schema
 from cnmtune.errors import (CnmtuneError, CompileError, IramOverflow, SimFault, SimTimeout,
                             VerificationError, WramOverflow)
 from cnmtune.runtime.kernel import Kernel
-from cnmtune.runtime.target import SimTarget
+from cnmtune.runtime.target import SimTarget, make_target
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
 from cnmtune.runtime.workload import DefineValue
 from cnmtune.store import CompileRecord, RunRecord, Status, Store, defines_key
@@ -50,6 +50,7 @@ class RunJob:
     input_seed: int
     defines: tuple[tuple[str, DefineValue], ...] = ()
     params: tuple[tuple[str, object], ...] = ()
+    device: str = "sim"  # or "sim-sampled": the first and last DPU simulated, the result not verified
 
 
 @dataclass(frozen=True)
@@ -110,12 +111,14 @@ def run_job(job: RunJob) -> list[RunRecord]:
     """Worker side: rebuild the binary (a build-cache hit where it was compiled) and run it."""
     kernel = kernel_of(job.kernel_dir)
     binary = _toolchain().compile(Variant.of(kernel, job.pipeline, job.tasklets, dict(job.defines)))
-    target = SimTarget(job.sim_config, job.budget)
-    config = target.config
+    target = make_target(job.device, sim_config=job.sim_config, budget=job.budget)
+    if not isinstance(target, SimTarget):
+        raise CnmtuneError(f"a run job runs on the simulator (sim or sim-sampled), not {job.device}")
+    config_hash = target.config_hash  # '' for a sampled run: not the full run the store keys
     out = []
     for dpus, size in job.points:
         def failed(status: Status, error: str, start: float) -> RunRecord:
-            return RunRecord(job.elf_hash, dpus, job.tasklets, size, config.hash, status,
+            return RunRecord(job.elf_hash, dpus, job.tasklets, size, config_hash, status,
                              error=error, seconds=time.perf_counter() - start, device=target.name)
         start = time.perf_counter()
         if binary.elf_hash != job.elf_hash:
@@ -128,7 +131,7 @@ def run_job(job: RunJob) -> list[RunRecord]:
         except CnmtuneError as exc:
             out.append(failed(_status(exc), str(exc), start))
             continue
-        out.append(RunRecord(job.elf_hash, dpus, job.tasklets, size, config.hash, Status.OK,
+        out.append(RunRecord(job.elf_hash, dpus, job.tasklets, size, config_hash, Status.OK,
                              result.cycles, result.kernel_s,
                              result.transfer_s, result.verified, "",
                              result.wall_s, target.name))

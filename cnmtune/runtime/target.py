@@ -93,8 +93,9 @@ class SampledSimTarget(SimTarget):
 
     name = "sim-sampled"
 
-    def __init__(self, config: DpuConfig | str = "calibrated", sampled: tuple[int, ...] | None = None):
-        super().__init__(config)
+    def __init__(self, config: DpuConfig | str = "calibrated", sampled: tuple[int, ...] | None = None,
+                 budget: int = DEFAULT_BUDGET):
+        super().__init__(config, budget)
         self.sampled = sampled
 
     @property
@@ -104,7 +105,7 @@ class SampledSimTarget(SimTarget):
     def device(self, nr_dpus: int) -> Device:
         from cnmtune.runtime.sampled import SampledSimDevice
 
-        return SampledSimDevice(nr_dpus, self.sampled, self.config)
+        return SampledSimDevice(nr_dpus, self.sampled, self.config, self.budget)
 
     def run_binary(self, binary: Binary, nr_dpus: int, size: int, seed: int = 0,
                    params: dict | None = None) -> RunResult:
@@ -145,7 +146,7 @@ def make_target(name: str, *, sim_config: DpuConfig | str = "calibrated", budget
     if name == "sim":
         return SimTarget(sim_config, budget)
     if name == "sim-sampled":
-        return SampledSimTarget(sim_config)
+        return SampledSimTarget(sim_config, budget=budget)
     if name in ("upmem-sim", "upmem-hw"):
         return UpmemTarget("hw" if name == "upmem-hw" else "simulator", sdk_dir)
     raise CnmtuneError(f"unknown device {name!r}; choose {', '.join(TARGETS[:-1])} or {TARGETS[-1]}")

@@ -123,9 +123,11 @@ class L2PCostModel(CostModel):
                              f"{meta.get('data_hash')} != {self.data_hash}")
         self._base = base
 
-    def update(self, samples: SampleSet, seed: int = 0, restart: bool = False, epochs: int | None = None) -> dict:
-        """Fine-tune on ``samples`` (training.finetune_on, for ``epochs``: default its own); a second
-        update goes on from the first, or with ``restart`` from the training checkpoint again."""
+    def update(self, samples: SampleSet, seed: int = 0, restart: bool = False, epochs: int | None = None,
+               threads: int | None = None) -> dict:
+        """Fine-tune on ``samples`` (training.finetune_on, for ``epochs``: default its own, on
+        ``threads`` torch threads); a second update goes on from the first, or with ``restart`` from
+        the training checkpoint again."""
         self.prepare_update()
         with needs_extra():
             from cnmtune.costmodel.learn.model import TRANSFER_FROZEN
@@ -133,7 +135,7 @@ class L2PCostModel(CostModel):
 
         start = self._base if self.network is None or restart else self.network
         frozen = min(TRANSFER_FROZEN, start.config.depth // 2)
-        self.network, _ = finetune_on(start, samples, frozen, seed=seed,
+        self.network, _ = finetune_on(start, samples, frozen, seed=seed, threads=threads,
                                       **({"epochs": epochs} if epochs is not None else {}))
         checkpoint = self.checkpoint
         return {"checkpoint": None if checkpoint is None else str(checkpoint), "samples": len(samples),

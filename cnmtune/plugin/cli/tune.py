@@ -43,6 +43,9 @@ def tune_command(
                                       help="share of a round's runs taken from the best run's neighbours "
                                            "(other define values, tasklets, unroll knobs) instead of the "
                                            "model's picks"),
+    screen: bool = typer.Option(True, "--screen/--no-screen",
+                                help="from 16 DPUs, run the search on 2 simulated DPUs (first and last) and "
+                                     "confirm the default and the 3 best on every DPU, verified"),
     adapt: bool = typer.Option(True, "--adapt/--no-adapt",
                                help="fine-tune the model on the tune's runs after each round (needs the "
                                     "model's .pt checkpoint beside it; without it the model is used as is)"),
@@ -78,7 +81,7 @@ def tune_command(
                     top_k=top_k, objective=objective, max_runs=max_runs, tune_defines=tune_defines, knobs=knobs,
                     model=str(model) if model else None,
                     exhaustive=exhaustive, budget_s=budget_s, device=device,
-                    sdk_dir=str(sdk_dir) if sdk_dir else None, rounds=rounds, exploration=exploration, adapt=adapt,
+                    sdk_dir=str(sdk_dir) if sdk_dir else None, rounds=rounds, exploration=exploration, adapt=adapt, screen=screen,
                     defines=tuple(parse_defines(define).items()),
                     params=tuple(parse_params(found, param).items()))
     with Store(db) if db is not None else nullcontext() as store, make_executor(workers, scheduler) as executor, \
@@ -224,6 +227,12 @@ def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
                                          f"{ft['mape_before']:.1f} % -> {ft['mape_after']:.1f} %")
     summary.add_row("time spent (s)", ", ".join(f"{k} {v:.2f}" for k, v in report.seconds.items()))
     summary.add_row("runs", f"{report.executed} executed, {report.reused} reused from the store")
+    confirmed = [c for c in report.runs if c.screened_s is not None and c.measured_s]
+    if confirmed:
+        error = max(abs(c.screened_s / c.measured_s - 1) for c in confirmed)
+        summary.add_row("screening", f"{len(report.runs)} runs on the first and last DPU; {len(confirmed)} "
+                                     f"confirmed on all {confirmed[0].dpus} DPUs, verified (stage confirm; "
+                                     f"screening times within {100 * error:.1f} % of theirs)")
     if report.compile_failures:
         summary.add_row("compile failures", str(report.compile_failures))
     ex = report.exhaustive

@@ -1,8 +1,9 @@
 """The autotuner (`cnmtune tune`) by role, and the tuning cache that cnmtune-cc reads.
 
-space (what is searched), build (compile and features), score (the cost model, fine-tuning),
-measure (runs on the target), record (measure callbacks), report (candidates and the outcome),
-tuner (the loop: TuneSpec, tune; explore, a sampled whole space to judge it by), cache (tuned pipelines for cnmtune-cc).
+space (what is searched), moves (the search's mutations and crossovers), build (compile and
+features), score (the cost model, fine-tuning), measure (runs on the target), record (measure
+callbacks), report (candidates and the outcome), tuner (the loop: TuneSpec, tune; explore, a
+sampled whole space to judge it by), cache (tuned pipelines for cnmtune-cc).
 """
 
 from cnmtune.plugin.tune.report import Candidate, TuneReport

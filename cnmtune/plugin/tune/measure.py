@@ -2,7 +2,9 @@
 
 Targets whose runs are pure (the simulator: ``exclusive`` False) run in worker processes, all
 at once unless a time budget asks for one batch per worker at a time, and a run the store
-already holds is re-used instead. Exclusive targets (UPMEM hardware or the SDK simulator) run
+already holds is re-used instead. On the simulator a run may also be a screening run
+(``device='sim-sampled'``): only the first and the last DPU execute, a fraction of the full
+run's work on many DPUs, and the outputs cannot be verified (status 'screened'). Exclusive targets (UPMEM hardware or the SDK simulator) run
 one candidate at a time in this process, rebuilt with the target's own toolchain. Every run is
 built with the space's base defines updated by the candidate's tuned ones and given the
 workload parameters.
@@ -23,7 +25,7 @@ from cnmtune.runtime.executor import Executor
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.target import Target
 from cnmtune.runtime.toolchain import Variant
-from cnmtune.store import RunRecord, Store
+from cnmtune.store import RunRecord, Status, Store
 
 Progress = Callable[[str, int, int], None]
 
@@ -45,10 +47,10 @@ class PooledMeasurer(Measurer):
 
     def __init__(self, kernel: Kernel, size: int, space: Space, progress: Progress, target: Target,
                  executor: Executor, store: Store | None, callbacks: Sequence[MeasureCallback], sim_config: str,
-                 budget: int):
+                 budget: int, device: str = "sim"):
         super().__init__(kernel, size, space, progress)
         self.target, self.executor, self.store, self.callbacks = target, executor, store, callbacks
-        self.sim_config, self.budget = sim_config, budget
+        self.sim_config, self.budget, self.device = sim_config, budget, device
 
     def measure(self, candidates: Sequence[Candidate], budget_s: float | None) -> None:
         start = time.perf_counter()
@@ -77,7 +79,8 @@ class PooledMeasurer(Measurer):
         for c in group:
             self.executor.submit(run_job, RunJob(str(self.kernel.root), c.pipeline, c.tasklets, c.elf_hash,
                                                  ((c.dpus, self.size),), self.sim_config, self.budget, 0,
-                                                 self.space.build_defines(c.defines), self.space.params))
+                                                 self.space.build_defines(c.defines), self.space.params,
+                                                 self.device))
         by_key = {(c.elf_hash, c.dpus): c for c in group}
         records: list[RunRecord] = []
         for outcome in self.executor.results():
@@ -129,5 +132,7 @@ def take(c: Candidate, rec: RunRecord) -> None:
     """Copy a run's outcome onto its candidate."""
     if rec.ok:
         c.measured_s, c.transfer_s, c.status = rec.kernel_seconds, rec.transfer_seconds, "verified"
+    elif rec.status is Status.OK and rec.device == "sim-sampled":
+        c.measured_s, c.transfer_s, c.status = rec.kernel_seconds, rec.transfer_seconds, "screened"
     else:
         c.status = f"{rec.status.value}: {rec.error}"

@@ -20,6 +20,7 @@ class Candidate:
     defines: tuple[tuple[str, object], ...] = ()  # tuned defines over the tune's base (none: the base)
     transfer_s: float | None = None  # measured host-link time of the run (CPU-DPU, inter-DPU, DPU-CPU)
     predicted_transfer_s: float = 0.0  # estimated host-link time (end-to-end objective; else 0)
+    screened_s: float | None = None  # kernel time of its screening run, once confirmed by a full run
 
     @property
     def pipeline(self) -> str:
@@ -32,6 +33,12 @@ class Candidate:
             return None
         return self.measured_s + (self.transfer_s if objective == "end-to-end" else 0.0)
 
+    def compared_s(self, objective: str) -> float | None:
+        """The objective as the search compared it: its screening run's, when a full run confirmed it."""
+        if self.screened_s is None:
+            return self.objective_s(objective)
+        return self.screened_s + ((self.transfer_s or 0.0) if objective == "end-to-end" else 0.0)
+
     def predicted_objective_s(self) -> float:
         """The predicted kernel time plus the estimated transfers (0 under the kernel objective)."""
         return self.predicted_s + self.predicted_transfer_s
@@ -42,7 +49,7 @@ class Candidate:
                 "defines": dict(self.defines), "tasklets": self.tasklets, "dpus": self.dpus,
                 "elf_hash": self.elf_hash, "predicted_s": self.predicted_s, "measured_s": self.measured_s,
                 "predicted_transfer_s": self.predicted_transfer_s, "transfer_s": self.transfer_s,
-                "status": self.status}
+                "screened_s": self.screened_s, "status": self.status}
 
 
 @dataclass

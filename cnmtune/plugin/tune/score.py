@@ -16,7 +16,9 @@ from cnmtune.costmodel.learn.samples import input_matrix, runtime_samples
 from cnmtune.errors import ModelError
 from cnmtune.plugin.tune.report import Candidate
 
-ADAPT_EPOCHS = 300  # gemv small, 4 DPUs, 5 rounds of 6: as good as 1000 (1.37x vs 1.36x), 12 s of fine-tuning instead of 42
+# gemv small, 4 DPUs, 5 rounds of 6 runs: 1.36x with 100 epochs, 1.37x with 300, 1.36x with 1000 (6, 12 and
+# 42 s of fine-tuning); one torch thread: the tune's worker processes have the other cores
+ADAPT_EPOCHS = 100
 
 
 def default_model_path() -> Path:
@@ -56,7 +58,7 @@ def adapt(model: CostModel, X: np.ndarray, measured: Sequence[Candidate], kernel
                            [c.dpus for c in measured], [c.tasklets for c in measured], [size] * len(measured), schema)
     true = np.array([c.measured_s for c in measured])
     before = model.predict(X).runtime_s
-    learnt = model.update(data, seed=seed, restart=True, epochs=ADAPT_EPOCHS)
+    learnt = model.update(data, seed=seed, restart=True, epochs=ADAPT_EPOCHS, threads=1)
     after = model.predict(X).runtime_s
     return {"samples": len(measured), "checkpoint": learnt.get("checkpoint"), "mape_before": mape(true, before),
             "mape_after": mape(true, after)}

@@ -23,8 +23,14 @@ the binary's features. The search:
   verified run of the tune (L2P's transfer, the first layers frozen) and every candidate is scored
   again; a model without its checkpoint is used as it is, and the report says so.
 The rounds stop at ``rounds``, after two rounds that did not improve the best run by 0.5 %, when
-nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent. The
-objective is the kernel time, or with ``objective='end-to-end'`` the kernel time plus the run's
+nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent.
+On the simulator from SCREEN_FROM (16) DPUs on (``screen``), the search's runs are screening
+runs: only the first and the last DPU execute (cnmtune.runtime.sampled: the kernel time is the
+slower of the two, the full run's for PrIM's partitionings, which leave the remainder to the last
+DPU; an estimate where the work depends on the data), so a run on 64 DPUs costs two DPUs' work,
+and no output is verified. The default build and the CONFIRM (3) best screening runs then run again
+on every DPU, verified, beyond the run limit and the budget; the choice is the fastest of those,
+and the report keeps each confirmed run's screening time (``screened_s``). The objective is the kernel time, or with ``objective='end-to-end'`` the kernel time plus the run's
 host transfers over several DPU counts (predicted: the model's kernel time plus the transfers of
 the host program for that configuration, cnmtune.plugin.tune.transfers). The fastest verified run
 is chosen, the default when nothing beats it: a tune never returns a variant slower than the
@@ -80,6 +86,8 @@ from cnmtune.store import Store
 __all__ = ["Exploration", "TuneSpec", "explore", "tune"]
 
 ELITE = 3  # the best runs whose offspring each round builds
+SCREEN_FROM = 16  # DPUs from which the search's runs are screening runs (2 DPUs simulated: >= 8x less work)
+CONFIRM = 3  # the best screening runs run again on every DPU, verified (with the default build)
 PATIENCE = 2  # rounds without a better run before the search stops
 IMPROVEMENT = 0.005  # what counts as a better run: 0.5 % faster
 
@@ -113,6 +121,7 @@ class TuneSpec:
     rounds: int = 5  # rounds of the search at most
     exploration: float = 0.5  # the share of a round's runs taken from the best run's neighbours
     adapt: bool = True  # fine-tune the model on the tune's runs after every round
+    screen: bool = True  # on the simulator from SCREEN_FROM DPUs: screening runs, the best confirmed
 
 
 class _Search:
@@ -136,8 +145,11 @@ class _Search:
                                   spec.knobs)
         self.grids: dict[Defines, Grid] = {(): self.space.grid}
         self.callbacks: list[MeasureCallback] = [RecordInStore(store, self.schema.hash)] if store is not None else []
+        self.screening = spec.screen and spec.device == "sim" and max(self.space.dpu_counts) >= SCREEN_FROM
         self.measurer = _measurer(spec, self.kernel, self.size, self.space, self.target, executor, store,
-                                  self.callbacks, progress)
+                                  self.callbacks, progress, "sim-sampled" if self.screening else "sim")
+        self.confirmer = _measurer(spec, self.kernel, self.size, self.space, self.target, executor, store,
+                                   self.callbacks, progress) if self.screening else None
         config = getattr(self.target, "config", None) or DpuConfig.calibrated()
         self.transfers = TransferEstimates(self.kernel, self.space, config) \
             if spec.objective == "end-to-end" else None
@@ -240,10 +252,11 @@ class _Search:
         return (self.spec.max_runs is not None and len(self.run) >= self.spec.max_runs) or \
             (self.spec.budget_s is not None and self.seconds.get("execution", 0.0) >= self.spec.budget_s)
 
-    def best(self) -> Candidate | None:
-        """The fastest verified run so far by the objective; on a tie the default build, else the
-        earliest: only a faster run replaces the default."""
-        verified = [c for c in self.run if c.objective_s(self.spec.objective) is not None]
+    def best(self, verified_only: bool = False) -> Candidate | None:
+        """The fastest verified (or screened, unless `verified_only`) run so far by the objective; on
+        a tie the default build, else the earliest: only a faster run replaces the default."""
+        verified = [c for c in self.run if c.objective_s(self.spec.objective) is not None
+                    and (c.status == "verified" or not verified_only)]
         return min(verified, key=lambda c: (c.objective_s(self.spec.objective), c is not self.default)) \
             if verified else None
 
@@ -276,13 +289,14 @@ class _Search:
         self.last_adaptation = learnt
         return learnt
 
-    def stage(self, name: str, candidates: int, ran: list[Candidate], **more) -> None:
-        """Note one round: candidates built, runs, the model's error on them, the best so far."""
+    def stage(self, name: str, candidates: int, ran: list[Candidate], final: bool = False, **more) -> None:
+        """Note one round: candidates built, runs, the model's error on them, the best so far (with
+        `final`, the best verified run)."""
         measured = [c for c in ran if c.measured_s is not None]
         true = np.array([c.measured_s for c in measured])
         pred = np.array([c.predicted_s for c in measured])
         known = np.isfinite(pred)
-        best = self.best()
+        best = self.best(verified_only=final)
         self.stages.append({
             "stage": name, "candidates": candidates, "runs": len(ran), "verified": len(measured),
             "model_mape": mape(true[known], pred[known]) if known.sum() else None,
@@ -299,7 +313,9 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
     if default is not None:  # first: it runs even when the budget is spent before anything else
         search.measure([default])
     _evolve(search)
-    chosen = search.best()
+    if search.screening:
+        _confirm(search)
+    chosen = search.best(verified_only=True)
     objective = spec.objective
     tried = [c for c in search.run if c is not default]
     top = sorted(tried, key=lambda c: (c.objective_s(objective) is None, c.objective_s(objective) or 0.0))
@@ -309,7 +325,8 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
                         objective=objective, stages=search.stages, runs=search.run)
     if spec.exhaustive:
         report.exhaustive = _exhaustive(search, population, chosen)
-    report.executed, report.reused = search.measurer.executed, search.measurer.reused
+    measurers = [search.measurer, *([search.confirmer] if search.confirmer else [])]
+    report.executed, report.reused = sum(m.executed for m in measurers), sum(m.reused for m in measurers)
     return report
 
 
@@ -338,6 +355,22 @@ def _evolve(search: _Search) -> None:
             quiet += 1
             if quiet >= PATIENCE:
                 return
+
+
+def _confirm(search: _Search) -> None:
+    """Run the default build and the CONFIRM best screening runs again on every DPU, verified,
+    beyond the run limit and the budget: the choice and its speedup are those of full runs."""
+    objective = search.spec.objective
+    screened = sorted((c for c in search.run if c.status == "screened" and c is not search.default),
+                      key=lambda c: c.objective_s(objective))
+    default = [search.default] if search.default is not None and search.default.status == "screened" else []
+    todo = default + screened[:CONFIRM]
+    for c in todo:
+        c.screened_s, c.measured_s, c.transfer_s, c.status = c.measured_s, None, None, "not run"
+    start = time.perf_counter()
+    search.confirmer.measure(todo, None)
+    search.add_seconds("confirmation", time.perf_counter() - start)
+    search.stage("confirm", 0, todo, final=True, explored=0, adapted_on=None)
 
 
 def _offspring(search: _Search) -> dict[str, list[Candidate]]:
@@ -437,15 +470,16 @@ def explore(spec: TuneSpec, executor: Executor, points: int, seed: int = 0,
 
 
 def _measurer(spec: TuneSpec, kernel: Kernel, size: int, space: Space, target: Target, executor: Executor,
-              store: Store | None, callbacks: list[MeasureCallback], progress) -> Measurer:
-    """Worker processes and the store for pure targets (not the store for runs with workload
-    parameters: it does not key runs by them), this process for exclusive ones."""
+              store: Store | None, callbacks: list[MeasureCallback], progress, device: str = "sim") -> Measurer:
+    """Worker processes and the store for pure targets (not the store for screening runs or runs
+    with workload parameters: it keys full runs, and not by parameters), this process for
+    exclusive ones."""
     if target.exclusive:
         return InProcessMeasurer(kernel, size, space, progress, target)
-    if spec.params:
+    if spec.params or device != "sim":
         store, callbacks = None, []
     return PooledMeasurer(kernel, size, space, progress, target, executor, store, callbacks, spec.sim_config,
-                          spec.budget)
+                          spec.budget, device)
 
 
 def _default(search: _Search) -> Candidate | None:
@@ -460,25 +494,25 @@ def _default(search: _Search) -> Candidate | None:
 
 
 def _exhaustive(search: _Search, candidates: list[Candidate], chosen: Candidate | None) -> dict:
-    """Run every candidate of the first population not run yet: the regret of the choice and how much faster the
-    tuner was."""
+    """Run every candidate of the first population not run yet: the regret of the choice and how
+    much faster the tuner was (screening runs' times where the search screened)."""
     objective = search.spec.objective
     tuner_seconds = sum(search.seconds.values())
     start = time.perf_counter()
     search.measurer.measure([c for c in candidates if c.measured_s is None and c.status == "not run"], None)
     run_all = time.perf_counter() - start + search.seconds["execution"]
-    measured = [c for c in candidates if c.objective_s(objective) is not None]
-    best = min(measured, key=lambda c: c.objective_s(objective)) if measured else None
+    measured = [c for c in candidates if c.compared_s(objective) is not None]
+    best = min(measured, key=lambda c: c.compared_s(objective)) if measured else None
     exhaustive_seconds = search.seconds["compile"] + search.seconds["features"] + run_all
-    true = np.array([c.objective_s(objective) for c in measured])
+    true = np.array([c.compared_s(objective) for c in measured])
     pred = np.array([c.predicted_objective_s() for c in measured])
-    chosen_s = chosen.objective_s(objective) if chosen else None
+    chosen_s = chosen.compared_s(objective) if chosen else None
     return {
         "best": best.to_dict() if best else None,
-        "regret": (chosen_s / best.objective_s(objective) - 1) if chosen_s and best else None,
+        "regret": (chosen_s / best.compared_s(objective) - 1) if chosen_s and best else None,
         "tuner_seconds": tuner_seconds, "exhaustive_seconds": exhaustive_seconds,
         "tuner_speedup": exhaustive_seconds / tuner_seconds if tuner_seconds else None,
         "measured": len(measured), "mape": mape(true, pred) if len(measured) else None,
         "kendall_tau": kendall_tau(true, pred) if len(measured) > 1 else None,
-        "chosen_rank": 1 + sum(c.objective_s(objective) < chosen_s for c in measured) if chosen_s else None,
+        "chosen_rank": 1 + sum(c.compared_s(objective) < chosen_s for c in measured) if chosen_s else None,
     }

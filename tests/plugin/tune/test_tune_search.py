@@ -104,3 +104,28 @@ def test_explore_runs_a_uniform_sample_of_the_whole_space():
     assert sample.best.measured_s == min(c.measured_s for c in sample.runs if c.measured_s is not None)
     again = explore(spec, InlineExecutor(), 12, seed=1)
     assert [(c.elf_hash, c.measured_s) for c in again.runs] == [(c.elf_hash, c.measured_s) for c in sample.runs]
+
+
+def test_on_many_dpus_the_search_screens_on_two_and_confirms_the_best_on_all(toolchain):
+    spec = TuneSpec("va", dpus=(16,), rounds=2, **{**VA, "top_k": 3})
+    report = tune(spec, InlineExecutor())
+    assert [s["stage"] for s in report.stages][-1] == "confirm"
+    confirmed = [c for c in report.runs if c.screened_s is not None]
+    # the default and the 3 fastest screening runs, run again on all 16 DPUs and verified
+    assert report.default in confirmed and len(confirmed) == 4 and report.stages[-1]["runs"] == 4
+    assert all(c.status == "verified" for c in confirmed)
+    others = [c for c in report.runs if all(c is not d for d in confirmed)]
+    assert all(c.status == "screened" or "HEAP_EXHAUSTED" in c.status for c in others)  # BL=11 x 16 faults
+    assert report.executed == len(report.runs) + len(confirmed)
+    # va's blocks are equal on every DPU: the first and the last DPU time the whole run
+    for c in confirmed:
+        assert c.screened_s == pytest.approx(c.measured_s, rel=1e-9)
+    # the choice is the fastest confirmed run, timed by a full verified run of its build
+    assert report.chosen in confirmed and report.chosen.measured_s == min(c.measured_s for c in confirmed)
+    bl = dict(report.chosen.defines).get("BL", 10)
+    binary = toolchain.compile(Variant.of(find_kernel("va"), report.chosen.pipeline, report.chosen.tasklets,
+                                          {"BL": bl}))
+    assert run_binary(binary, 16, report.size).kernel_s == pytest.approx(report.chosen.measured_s, rel=1e-12)
+    plain = tune(TuneSpec(**{**spec.__dict__, "screen": False}), InlineExecutor())
+    assert all(c.screened_s is None and (c.status == "verified" or "HEAP_EXHAUSTED" in c.status) for c in plain.runs)
+    assert plain.stages[-1]["stage"] != "confirm"
