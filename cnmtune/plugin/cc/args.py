@@ -51,7 +51,8 @@ environment:
                                   CNMTUNE_MODEL=path.onnx unless cnmtune ships one), with
                                   CNMTUNE_TUNE_PIPELINES (50), CNMTUNE_TUNE_SIZE (small),
                                   CNMTUNE_TUNE_DPUS (one count; 64 or the most the size
-                                  allows), CNMTUNE_TUNE_TOP_K (5),
+                                  allows), CNMTUNE_TUNE_TOP_K (5 runs a round),
+                                  CNMTUNE_TUNE_ROUNDS (2),
                                   CNMTUNE_TUNE_SEED (0), CNMTUNE_TUNE_WORKERS (all cores)
   CNMTUNE_CACHE_DIR               where the tuning cache and the build cache live
 """

@@ -100,7 +100,8 @@ def tune_now(source: str, key, cache, fallback: str = DEFAULT_LEVEL, defines: di
         spec = TuneSpec(kernel=str(root), size=size,
                         pipelines=int(env("CNMTUNE_TUNE_PIPELINES", "50")), seed=int(env("CNMTUNE_TUNE_SEED", "0")),
                         dpus=tuple(int(x) for x in env("CNMTUNE_TUNE_DPUS", "").split(",") if x.strip()) or None,
-                        tasklets=(tasklets,), top_k=int(env("CNMTUNE_TUNE_TOP_K", "5")), model=str(model),
+                        tasklets=(tasklets,), top_k=int(env("CNMTUNE_TUNE_TOP_K", "5")),
+                        rounds=int(env("CNMTUNE_TUNE_ROUNDS", "2")), model=str(model),
                         defines=tuple(given.items()), tune_defines=False)  # the host is built with the same defines
         workers = int(env("CNMTUNE_TUNE_WORKERS")) if env("CNMTUNE_TUNE_WORKERS") else None
     except ValueError as exc:

@@ -13,8 +13,8 @@ the binary's features. The search:
   default build (O2, the base, the workload's tasklets) runs first, whatever the budget;
 - each round builds and scores the offspring of the best runs so far (the elite): every one-step
   neighbour of each (cnmtune.plugin.tune.moves: another value of one define, the adjacent tasklet
-  counts, another unroll knob or the adjacent O-level), the crossovers of the best two, and every
-  pipeline at the best run's defines and tasklets; then it runs a batch of ``top_k``: a share
+  counts, another unroll knob or the adjacent O-level), the crossovers of the best two, and the
+  2 x ``top_k`` pipelines the model ranks best, at the best run's defines and tasklets; then it runs a batch of ``top_k``: a share
   ``exploration`` of it from the best run's unmeasured neighbours, one dimension after the other
   (within a dimension, lowest predicted first; the binaries' features do not see most define
   values, so these are measured, not predicted), the rest the unmeasured candidates with the lowest
@@ -375,7 +375,7 @@ def _confirm(search: _Search) -> None:
 
 def _offspring(search: _Search) -> dict[str, list[Candidate]]:
     """Build and score the elite's offspring: the neighbours of each elite run, the crossovers of the
-    best two, every pipeline at the best run's defines and tasklets. Returns the unmeasured
+    best two, the 2k pipelines the model ranks best at the best run's defines and tasklets. Returns the unmeasured
     crossovers and neighbours of the best run by dimension, lowest predicted first."""
     space, elite = search.space, search.elite()
     if not elite:
@@ -385,8 +385,10 @@ def _offspring(search: _Search) -> dict[str, list[Candidate]]:
     crossed = crossovers(points[0], points[1], search.grid) if len(points) > 1 else []
     wanted = [p for m in moves for found in m.values() for p in found] + crossed
     best = points[0]
-    if best.tuned:
-        wanted += [Point(text, best.tuned, best.tasklets, best.dpus) for text in space.pipelines]
+    if best.tuned:  # the pipelines the model ranks best, built with the best run's defines
+        ranked = sorted(search.pool, key=lambda c: c.predicted_objective_s())
+        texts = list(dict.fromkeys(c.pipeline for c in ranked))[:2 * search.spec.top_k]
+        wanted += [Point(text, best.tuned, best.tasklets, best.dpus) for text in texts]
     grouped: dict[tuple[str, Defines], set[int]] = {}
     for p in wanted:
         grouped.setdefault((p.pipeline, p.tuned), set()).add(p.tasklets)
