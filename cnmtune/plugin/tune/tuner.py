@@ -444,7 +444,7 @@ class Exploration:
 
     @property
     def best(self) -> Candidate | None:
-        """The fastest verified run of the sample (kernel time)."""
+        """The fastest verified (or screened) run of the sample (kernel time)."""
         verified = [c for c in self.runs if c.measured_s is not None]
         return min(verified, key=lambda c: c.measured_s) if verified else None
 
@@ -453,7 +453,8 @@ def explore(spec: TuneSpec, executor: Executor, points: int, seed: int = 0,
             progress: Callable[[str, int, int], None] | None = None) -> Exploration:
     """Build and run `points` points drawn uniformly from the space of `spec` (every pipeline x every
     choice of the tuned defines x the tasklet counts the grid allows with them, on the tune's DPU
-    count); the cost model chooses nothing here. The kernel objective only."""
+    count), run as the tune's search runs them (screening runs from SCREEN_FROM DPUs unless
+    `spec.screen` is off); the cost model chooses nothing here. The kernel objective only."""
     search = _Search(spec, executor, None, progress or (lambda *_: None))
     space = search.space
     if len(space.dpu_counts) != 1:
