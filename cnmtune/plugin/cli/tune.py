@@ -37,7 +37,7 @@ def tune_command(
     define: list[str] = DEFINES,
     param: list[str] = PARAMS,
     top_k: int = typer.Option(10, "--top-k", "-k", help="candidates to execute per round of the search"),
-    rounds: int = typer.Option(5, "--rounds", help="rounds of the search at most (it also stops after two "
+    rounds: int = typer.Option(5, "--rounds", help="rounds of the search at most (it also stops after three "
                                                    "rounds without a better run)"),
     exploration: float = typer.Option(0.5, "--exploration",
                                       help="share of a round's runs taken from the best run's neighbours "

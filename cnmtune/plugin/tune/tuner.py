@@ -22,7 +22,7 @@ the binary's features. The search:
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
   verified run of the tune (L2P's transfer, the first layers frozen) and every candidate is scored
   again; a model without its checkpoint is used as it is, and the report says so.
-The rounds stop at ``rounds``, after two rounds that did not improve the best run by 0.5 %, when
+The rounds stop at ``rounds``, after three rounds that did not improve the best run by 0.5 %, when
 nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent.
 On the simulator from SCREEN_FROM (16) DPUs on (``screen``), the search's runs are screening
 runs: only the first and the last DPU execute (cnmtune.runtime.sampled: the kernel time is the
@@ -88,7 +88,7 @@ __all__ = ["Exploration", "TuneSpec", "explore", "tune"]
 ELITE = 3  # the best runs whose offspring each round builds
 SCREEN_FROM = 16  # DPUs from which the search's runs are screening runs (2 DPUs simulated: >= 8x less work)
 CONFIRM = 3  # the best screening runs run again on every DPU, verified (with the default build)
-PATIENCE = 2  # rounds without a better run before the search stops
+PATIENCE = 3  # rounds without a better run before the search stops
 IMPROVEMENT = 0.005  # what counts as a better run: 0.5 % faster
 
 
