@@ -14,13 +14,13 @@ the binary's features. The search:
 - each round builds and scores the offspring of the best runs so far (the elite): every one-step
   neighbour of each (cnmtune.plugin.tune.moves: another value of one define, the adjacent tasklet
   counts, another unroll knob or the adjacent O-level), the crossovers of the best two, and the
-  2 x ``top_k`` pipelines the model ranks best, at the best run's defines and tasklets; then it runs a batch of ``top_k``: a share
-  ``exploration`` of it from the best run's unmeasured neighbours, one dimension after the other
-  (within a dimension, lowest predicted first; the binaries' features do not see most define
-  values, so these are measured, not predicted), the rest the unmeasured candidates with the lowest
-  predicted objective;
+  2 x ``top_k`` pipelines the model ranks best, at the best run's defines and tasklets; then it
+  runs a batch of ``top_k``: a share ``exploration`` of it from the best run's unmeasured
+  neighbours, one dimension after the other (within a dimension, lowest predicted first; the
+  binaries' features do not see most define values, so these are measured, not predicted), the
+  rest the unmeasured candidates with the lowest predicted objective;
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
-  verified run of the tune (L2P's transfer, the first layers frozen) and every candidate is scored
+  run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
   again; a model without its checkpoint is used as it is, and the report says so.
 The rounds stop at ``rounds``, after three rounds that did not improve the best run by 0.5 %, when
 nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent.
@@ -30,9 +30,10 @@ slower of the two, the full run's for PrIM's partitionings, which leave the rema
 DPU; an estimate where the work depends on the data), so a run on 64 DPUs costs two DPUs' work,
 and no output is verified. The default build and the CONFIRM (3) best screening runs then run again
 on every DPU, verified, beyond the run limit and the budget; the choice is the fastest of those,
-and the report keeps each confirmed run's screening time (``screened_s``). The objective is the kernel time, or with ``objective='end-to-end'`` the kernel time plus the run's
-host transfers over several DPU counts (predicted: the model's kernel time plus the transfers of
-the host program for that configuration, cnmtune.plugin.tune.transfers). The fastest verified run
+and the report keeps each confirmed run's screening time (``screened_s``). The objective is the
+kernel time, or with ``objective='end-to-end'`` the kernel time plus the run's host transfers over
+several DPU counts (predicted: the model's kernel time plus the transfers of the host program for
+that configuration, cnmtune.plugin.tune.transfers). The fastest verified run
 is chosen, the default when nothing beats it: a tune never returns a variant slower than the
 default. The report lists per round what was built and run and the model's error on the runs
 (predicted before they ran), and what the choice changes against the default (``wins``).
@@ -261,7 +262,7 @@ class _Search:
             if verified else None
 
     def elite(self) -> list[Candidate]:
-        """The best distinct verified runs, fastest first (the default build's point before any run)."""
+        """The fastest runs with a time, fastest first (the default build before any run)."""
         verified = sorted((c for c in self.run if c.objective_s(self.spec.objective) is not None),
                           key=lambda c: c.objective_s(self.spec.objective))
         return verified[:ELITE] or ([self.default] if self.default else [])
@@ -271,8 +272,9 @@ class _Search:
         return Point(c.pipeline, c.defines, c.tasklets, c.dpus)
 
     def adapt(self) -> dict | None:
-        """Fine-tune the model on every verified run of the tune and score the population again;
-        None when it cannot (fewer than 2 runs, adaptation off, no checkpoint: `not_adapted` says)."""
+        """Fine-tune the model on every run of the tune with a time (verified or screened) and score
+        the population again; None when it cannot (fewer than 2 runs, adaptation off, no checkpoint:
+        `not_adapted` says)."""
         verified = [c for c in self.run if c.measured_s is not None]
         if self.not_adapted or len(verified) < 2:
             return None
@@ -343,7 +345,7 @@ def _evolve(search: _Search) -> None:
         if not explored + exploited:
             return
         ran = search.measure(explored + exploited)
-        if number == 1 and search.default is not None and search.default in search.run:
+        if number == 1 and any(c is search.default for c in search.run):
             ran.insert(0, search.default)
         search.stage(f"round {number}", len(search.pool) - built, ran, explored=len(explored),
                      adapted_on=adapted["samples"] if adapted else None)
