@@ -88,7 +88,8 @@ def main() -> None:
                 report = {"kernel": kernel, "error": str(exc)}
             report["wall_s"] = time.perf_counter() - start
             if args.explore and "error" not in report:
-                full = TuneSpec(**{**spec.__dict__, "screen": False})  # every point verified on every DPU
+                # every point run, verified on every DPU: no screening, no run limit, no budget
+                full = TuneSpec(**{**spec.__dict__, "screen": False, "max_runs": None, "budget_s": None})
                 sample = explore(full, executor, args.explore, 0, lambda phase, done, total, t=task, k=kernel:
                                  bar.update(t, description=f"{k}: explore {phase}", completed=done, total=total))
                 best = sample.best
