@@ -16,9 +16,10 @@ the binary's features. The search:
   counts, another unroll knob or the adjacent O-level), the crossovers of the best two, and the
   2 x ``top_k`` pipelines the model ranks best, at the best run's defines and tasklets; then it
   runs a batch of ``top_k``: a share ``exploration`` of it from the best run's unmeasured
-  neighbours, one dimension after the other (within a dimension, lowest predicted first; the
-  binaries' features do not see most define values, so these are measured, not predicted), the
-  rest the unmeasured candidates with the lowest predicted objective;
+  neighbours, one dimension after the other (a define's values nearest first: the binaries'
+  features do not see most define values, so these are measured, not predicted; in the other
+  dimensions lowest predicted first), the rest the unmeasured candidates with the lowest
+  predicted objective;
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
   again; a model without its checkpoint is used as it is, and the report says so.
@@ -378,7 +379,8 @@ def _confirm(search: _Search) -> None:
 def _offspring(search: _Search) -> dict[str, list[Candidate]]:
     """Build and score the elite's offspring: the neighbours of each elite run, the crossovers of the
     best two, the 2k pipelines the model ranks best at the best run's defines and tasklets. Returns the unmeasured
-    crossovers and neighbours of the best run by dimension, lowest predicted first."""
+    crossovers and neighbours of the best run by dimension: a define's values nearest first, the
+    other dimensions lowest predicted first."""
     space, elite = search.space, search.elite()
     if not elite:
         return {}
@@ -400,7 +402,9 @@ def _offspring(search: _Search) -> dict[str, list[Candidate]]:
     for dimension, found in by_dimension.items():
         fresh = [search.points[p] for p in found if p in search.points and search.points[p].status == "not run"]
         distinct = list({id(c): c for c in fresh}.values())
-        out[dimension] = sorted(distinct, key=lambda c: c.predicted_objective_s())  # stable: nearest first
+        # a define's values nearest first: the features barely see them, so the model cannot rank them
+        out[dimension] = distinct if dimension.startswith("define ") else \
+            sorted(distinct, key=lambda c: c.predicted_objective_s())
     return out
 
 
