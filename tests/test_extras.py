@@ -45,6 +45,8 @@ def test_tuning_with_the_shipped_model_needs_no_extra(tmp_path):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["chosen"]["status"] == "verified" and report["candidates"] >= 2
+    # the search goes on with the model as shipped: fine-tuning it needs torch, and the report says so
+    assert "needs torch" in report["finetune"]["skipped"]
 
 
 @pytest.mark.parametrize("module, extra", sorted(EXTRA_OF.items()))

@@ -67,7 +67,7 @@ import numpy as np
 
 from cnmtune.costmodel import model_schema
 from cnmtune.costmodel.learn.metrics import kendall_tau, mape
-from cnmtune.errors import CnmtuneError, ModelError
+from cnmtune.errors import CnmtuneError, MissingExtra, ModelError
 from cnmtune.plugin.tune.build import BuildRequest, build, candidates_of
 from cnmtune.plugin.tune.measure import InProcessMeasurer, Measurer, PooledMeasurer
 from cnmtune.plugin.tune.moves import Point, crossovers, neighbours, tuned_defines
@@ -275,7 +275,7 @@ class _Search:
     def adapt(self) -> dict | None:
         """Fine-tune the model on every run of the tune with a time (verified or screened) and score
         the population again; None when it cannot (fewer than 2 runs, adaptation off, no checkpoint:
-        `not_adapted` says)."""
+        `not_adapted` says; so does a machine without torch, the 'train' extra)."""
         verified = [c for c in self.run if c.measured_s is not None]
         if self.not_adapted or len(verified) < 2:
             return None
@@ -283,7 +283,7 @@ class _Search:
         try:
             learnt = adapt(self.model, np.stack([self.rows[self.by_binary[(c.elf_hash, c.dpus)]] for c in verified]),
                            verified, self.kernel.name, self.size, self.schema, self.spec.seed)
-        except ModelError as exc:
+        except (ModelError, MissingExtra) as exc:  # no checkpoint, or no torch: the model as it is
             self.not_adapted = str(exc)
             return None
         for c, p in zip(self.pool, self.model.predict(np.stack(self.rows)).runtime_s):

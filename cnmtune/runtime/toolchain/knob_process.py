@@ -70,8 +70,8 @@ class KnobProcess:
                 send(self._process.stdin, pipeline.encode())
                 self._process.stdin.flush()
                 answer = receive(self._process.stdout)
-            except OSError as exc:
-                answer, cause = None, str(exc)
+            except OSError:  # a broken pipe: the child is gone, and its exit status says why
+                answer, cause = None, self._exit_status()
             else:
                 cause = "" if answer else self._exit_status()
         if not answer:
