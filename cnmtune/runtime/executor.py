@@ -127,13 +127,19 @@ class ProcessExecutor(Executor):
     def submit(self, fn, arg) -> None:
         self._queue.append((fn, arg))
 
-    def _fill(self) -> None:
+    def _fill(self) -> Iterator[Outcome]:
+        """Submit queued tasks, two per worker in flight; a pool that broke since the last wait (a
+        worker died) is recovered first, with the outcomes of the tasks it had."""
         while self._queue and len(self._inflight) < 2 * self.workers:
             task = self._queue.popleft()
-            self._inflight[self._pool.submit(*task)] = task
+            try:
+                self._inflight[self._pool.submit(*task)] = task
+            except BrokenProcessPool:
+                self._queue.appendleft(task)
+                yield from self._recover([])
 
     def results(self) -> Iterator[Outcome]:
-        self._fill()
+        yield from self._fill()
         while self._inflight:
             done, _ = wait(list(self._inflight), return_when=FIRST_COMPLETED)
             suspects: list[Task] = []
@@ -148,7 +154,7 @@ class ProcessExecutor(Executor):
                     yield Outcome(arg, future.result())
             if suspects:
                 yield from self._recover(suspects)
-            self._fill()
+            yield from self._fill()
 
     def _recover(self, suspects: list[Task]) -> Iterator[Outcome]:
         """A worker died: re-run every task that was in flight alone, then start a new pool."""
