@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.jobs import CompileJob, CompileResult, compile_job
 from cnmtune.plugin.tune.report import Candidate
-from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, Defines, Grid, Space
+from cnmtune.plugin.tune.space import Defines, Grid, Space
 from cnmtune.runtime.executor import Executor
 from cnmtune.runtime.kernel import Kernel
 
@@ -75,11 +75,10 @@ def first_error(error: str) -> str:
 
 @dataclass(frozen=True)
 class Candidates:
-    """Every distinct (binary, DPUs) candidate with its features, and the default build's binary."""
+    """Every distinct (binary, DPUs) candidate with its features."""
 
     candidates: list[Candidate]
     features: list[dict[str, float]]
-    default_elf: str | None
 
 
 def candidates_of(kernel: Kernel, built: Built, space: Space, grids: dict[Defines, Grid] | None = None) -> Candidates:
@@ -100,6 +99,4 @@ def candidates_of(kernel: Kernel, built: Built, space: Space, grids: dict[Define
     if not by_binary:
         raise CnmtuneError(f"{kernel.name}: no pipeline compiled ({built.failures} compiles failed); "
                            f"the first: {built.first_failure}")
-    default_elf = next((r.record.elf_hash for tuned, r in built.results if r.record.pipeline == DEFAULT_PIPELINE
-                        and not tuned and r.record.tasklets == space.default_tasklets), None)
-    return Candidates(list(by_binary.values()), features, default_elf)
+    return Candidates(list(by_binary.values()), features)
