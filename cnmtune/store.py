@@ -387,6 +387,11 @@ class Store:
                                  (elf_hash, schema_hash)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    def featured(self, schema_hash: str) -> set[str]:
+        """The binaries (ELF hashes) that have features under a schema."""
+        rows = self._conn.execute("SELECT elf_hash FROM features WHERE schema_hash = ?", (schema_hash,))
+        return {r[0] for r in rows}
+
     # -- runs ------------------------------------------------------------------------------
 
     def record_run(self, rec: RunRecord) -> None:

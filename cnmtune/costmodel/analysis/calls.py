@@ -268,3 +268,21 @@ def _slot(regs: dict[int, _Known], base: int, offset: int) -> tuple[int, int]:
     if known is not None and not known[1]:
         return _ABSOLUTE, (known[0] + offset) & _MASK
     return base, offset
+
+
+def argument_constants(program: Program, cfgs: tuple[FunctionCfg, ...], sites: list[CallSite],
+                       registers: dict[str, int]) -> dict[int, int]:
+    """The constant in register ``registers[callee]`` when each call to one of those callees
+    executes (``li a2, 256``, a constant hoisted out of the loop, an -O0 spill and reload), by
+    call-site index; calls where it is not a constant are left out."""
+    by_function: dict[int, dict[int, int]] = {}
+    for site in sites:
+        register = registers.get(site.callee) if site.exact else None
+        if register is not None:
+            by_function.setdefault(int(program.function_of[site.index]), {})[site.index] = register
+    out: dict[int, int] = {}
+    for k, queries in by_function.items():
+        for i, known in _values_before(program, program.functions[k], cfgs[k], queries).items():
+            if known is not None:
+                out[i] = known[0]
+    return out

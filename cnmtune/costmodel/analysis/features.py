@@ -66,6 +66,9 @@ class Features:
 
     ``loops`` counts the natural loops of kernel functions; ``max_loop_depth`` is the deepest
     kernel instruction, caller depth included. ``functions`` list every function's own loops.
+    ``dma_bytes`` is the largest constant DMA size in kernel code and ``alloc_bytes`` the sum of
+    its constant ``mem_alloc`` sizes (cnmtune.costmodel.analysis.buffers): the block-size
+    parameters a histogram does not see.
     ``footprint`` holds the static WRAM/MRAM use and the tasklet configuration; ``to_dict``
     writes its fields in place, as scalars beside the others.
     """
@@ -97,6 +100,8 @@ class Features:
     kernel_functions: int
     loops: int
     max_loop_depth: int
+    dma_bytes: int
+    alloc_bytes: int
     footprint: Footprint
 
     def to_dict(self) -> dict:
@@ -224,6 +229,8 @@ def features_of(program: DecodedProgram, *, loop_weight: float = DEFAULT_LOOP_WE
         kernel_functions=sum(1 for i in infos if i.region == KERNEL),
         loops=sum(i.loops for i in infos if i.region == KERNEL),
         max_loop_depth=int(depth[kernel].max(initial=0)),
+        dma_bytes=max((v for i, v in program.buffers.dma.items() if kernel[i]), default=0),
+        alloc_bytes=sum(v for i, v in program.buffers.alloc.items() if kernel[i]),
         footprint=footprint(image))
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cnmtune.costmodel.analysis.buffers import BufferSizes, dpu_buffer_sizes, rv32_buffer_sizes
 from cnmtune.costmodel.analysis.calls import CallSite, call_sites, ecall_sites
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
 from cnmtune.costmodel.analysis.dpu_program import decode_dpu, dpu_call_sites, dpu_cfgs
@@ -35,7 +36,8 @@ class DecodedProgram:
 
     Per instruction: ``mnemonics``, ``function_of`` (index into ``functions``), ``padding``
     (alignment words, not instructions) and ``loop_depth`` (inside its own function).
-    ``iram_regions`` are the regions charged against the DPU's IRAM.
+    ``iram_regions`` are the regions charged against the DPU's IRAM; ``buffers`` the constant
+    DMA and ``mem_alloc`` sizes by instruction (cnmtune.costmodel.analysis.buffers).
     """
 
     image: ElfImage
@@ -51,6 +53,7 @@ class DecodedProgram:
     loop_depth: np.ndarray
     call_sites: tuple[CallSite, ...]
     ecalls: dict[str, int]
+    buffers: BufferSizes
 
     @property
     def region_of(self) -> np.ndarray:
@@ -66,11 +69,13 @@ def rv32_frontend(image: ElfImage, ecall_header: Path | None = None) -> DecodedP
     depth, cfgs = loop_depths(program)
     services = load_services(ecall_header)
     ecalls = dict(Counter(s.service for s in ecall_sites(program, cfgs, services)))
+    sites = call_sites(program, cfgs)
     return DecodedProgram(image=image, toolchain="proxy", schema_version=SCHEMA_VERSION,
                           mnemonics=program.mnemonics, functions=program.functions,
                           function_of=program.function_of, padding=program.padding,
                           regions_known=program.regions_known, iram_regions=(KERNEL, RUNTIME), cfgs=cfgs,
-                          loop_depth=depth, call_sites=tuple(call_sites(program, cfgs)), ecalls=ecalls)
+                          loop_depth=depth, call_sites=tuple(sites), ecalls=ecalls,
+                          buffers=rv32_buffer_sizes(program, cfgs, sites))
 
 
 def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
@@ -83,12 +88,14 @@ def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
     program = decode_dpu(image, shorthands)
     cfgs = dpu_cfgs(program)
     depth = np.concatenate([c.instruction_depths(f.count) for c, f in zip(cfgs, program.functions)])
+    sites = dpu_call_sites(program)
     return DecodedProgram(image=image, toolchain="upmem",
                           schema_version=DPU_SCHEMA_VERSION if shorthands else DPU_OPS_SCHEMA_VERSION,
                           mnemonics=program.mnemonics, functions=program.functions,
                           function_of=program.function_of, padding=program.padding,
                           regions_known=True, iram_regions=(KERNEL, RUNTIME, SOFTLIB), cfgs=cfgs,
-                          loop_depth=depth, call_sites=tuple(dpu_call_sites(program)), ecalls={})
+                          loop_depth=depth, call_sites=tuple(sites), ecalls={},
+                          buffers=dpu_buffer_sizes(program, cfgs, sites))
 
 
 def lowered_frontend(image: ElfImage) -> DecodedProgram:
@@ -108,13 +115,15 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
     mnemonics = [m for i in range(len(counts)) for m in low.dpu_instructions(i)]
     functions = tuple(replace(f, first=int(start[f.first]), count=int(start[f.first + f.count] - start[f.first]))
                       for f in program.functions)
-    sites = tuple(replace(site, index=int(start[site.index])) for site in call_sites(program, cfgs))
+    rv32_sites = call_sites(program, cfgs)
+    sites = tuple(replace(site, index=int(start[site.index])) for site in rv32_sites)
     return DecodedProgram(image=image, toolchain="proxy", schema_version=DPU_SCHEMA_VERSION,
                           mnemonics=mnemonics, functions=functions,
                           function_of=np.repeat(program.function_of, counts),
                           padding=np.zeros(len(mnemonics), dtype=bool), regions_known=program.regions_known,
                           iram_regions=(KERNEL, RUNTIME), cfgs=cfgs, loop_depth=np.repeat(depth, counts),
-                          call_sites=sites, ecalls={})
+                          call_sites=sites, ecalls={},
+                          buffers=rv32_buffer_sizes(program, cfgs, rv32_sites).moved(start))
 
 
 def decode(source: str | Path | bytes, *, ecall_header: Path | None = None, name: str | None = None,

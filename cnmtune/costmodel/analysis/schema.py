@@ -84,13 +84,14 @@ RUNTIME_ROUTINES: tuple[str, ...] = (
 )
 
 #: Scalar columns, each an attribute of Features of the same name (None counts as 0).
-#: iram_instructions = kernel + runtime (the IRAM charge); text_instructions adds softlib.
+#: iram_instructions = kernel + runtime (the IRAM charge); text_instructions adds softlib;
+#: dma_bytes / alloc_bytes: the kernel's constant block sizes (cnmtune.costmodel.analysis.buffers).
 SCALARS: tuple[str, ...] = (
     "iram_instructions", "iram_kernel_instructions", "iram_runtime_instructions",
     "iram_softlib_instructions", "text_instructions", "kernel_functions", "loops",
     "max_loop_depth", "internal_calls", "indirect_calls", "wram_static_bytes",
     "wram_data_bytes", "wram_host_bytes", "wram_stack_bytes", "mram_static_bytes",
-    "nr_tasklets", "stack_size",
+    "nr_tasklets", "stack_size", "dma_bytes", "alloc_bytes",
 )
 
 

@@ -11,7 +11,9 @@ Work runs on an Executor (local processes by default, Dask with a scheduler); on
 coordinator writes the store, in short atomic batches, so killing it at any point loses at
 most the batch in flight and a rerun of the same command skips everything already recorded.
 Failures (compile errors, IRAM/WRAM overflow, faults, timeouts, wrong results) are recorded
-with their reason: they count as done and stay out of the training view.
+with their reason: they count as done and stay out of the training view. A usable compile whose
+binary has no features under the current feature schema (a store made before the schema grew)
+is compiled again, once per binary, to record them; its runs, keyed by the ELF, stay valid.
 
 Generators started on one store share the work: a unit (one compile, one run: the natural key
 of its row) is claimed in the store right before its job is dispatched, with at most two jobs
@@ -214,6 +216,8 @@ class _Coordinator:
         self.plans = {plan.kernel.name: plan for plan in map(self._plan, spec.kernels)}
         self.report = GenerationReport(list(self.plans), executor.description)
         self.done_runs = store.run_keys(self.config_hash)
+        self.featured = store.featured(self.schema_hash)  # binaries with features recorded
+        self.featuring: set[str] = set()  # binaries compiled again for their features
         self.simulated: set[str] = set()  # ELF hashes whose runs are recorded or dispatched
         self.pending: list[object] = []  # records not yet committed
 
@@ -232,6 +236,23 @@ class _Coordinator:
     def _finished(self, status: Status) -> bool:
         return status is Status.OK or not self.spec.retry_failed
 
+    def _compiled(self, rec: CompileRecord | None) -> bool:
+        """Whether a recorded compile needs no redo: finished, and a usable binary has features
+        under the current schema."""
+        if rec is None or not self._finished(rec.status):
+            return False
+        if not rec.ok or rec.elf_hash in self.featured:
+            return True
+        if self.store.features(rec.elf_hash, self.schema_hash) is not None:
+            self.featured.add(rec.elf_hash)
+            return True
+        return False
+
+    def _done(self, rec: CompileRecord | RunRecord | None) -> bool:
+        if isinstance(rec, CompileRecord):
+            return self._compiled(rec)
+        return rec is not None and self._finished(rec.status)
+
     def run(self) -> GenerationReport:
         start = time.time()
         self.report.invalid_points = self.invalid
@@ -245,9 +266,11 @@ class _Coordinator:
                 todo = []
                 for tasklets in sorted(plan.points):
                     rec = recorded.get((plan.kernel.name, text, defaults, tasklets))
-                    if rec is not None and self._finished(rec.status):
+                    if self._compiled(rec) or (rec is not None and rec.elf_hash in self.featuring):
                         self._schedule_runs(plan, rec)
                     else:
+                        if rec is not None and rec.ok and self._finished(rec.status):
+                            self.featuring.add(rec.elf_hash)  # compiled again, once per binary
                         todo.append(tasklets)
                 if todo:
                     self._enqueue(_CompileWork(plan, text, defaults, tuple(todo)))
@@ -293,7 +316,7 @@ class _Coordinator:
             free = []
             for part in work.parts:
                 rec = work.recorded(self.store, part)
-                if rec is not None and self._finished(rec.status):  # another generator did it
+                if self._done(rec):  # another generator did it
                     self.report.left_to_others += 1
                     if isinstance(rec, CompileRecord):
                         self._schedule_runs(work.plan, rec)
@@ -359,6 +382,8 @@ class _Coordinator:
                 rec = item.record
                 self.report.compiles_done += 1
                 _count(self.report.compile_status, rec.status)
+                if item.features is not None:
+                    self.featured.add(rec.elf_hash)
                 self._schedule_runs(self.plans[rec.kernel], rec)
             else:
                 self.report.runs_done += 1

@@ -206,6 +206,7 @@ def test_synthetic_program_histograms_and_functions(elf):
     m = f.footprint
     assert (m.nr_tasklets, m.stack_size, m.wram_stack_bytes, m.wram_host_bytes) == (2, 1024, 2048, 8)
     assert f.total_ecalls == {}
+    assert (f.dma_bytes, f.alloc_bytes) == (2048, 0)  # helper's ldma, immDma 255
 
 
 def test_decoded_control_flow(elf):
@@ -437,3 +438,30 @@ def test_features_round_trip_through_their_flat_dict(elf):
     flat = f.to_dict()
     assert "footprint" not in flat and flat["stack_size"] == f.footprint.stack_size
     assert type(f).from_dict(flat) == f
+
+
+def test_constant_buffer_sizes_of_a_dpu_elf():
+    """ldma/sdma move (immDma + 1) * 8 bytes (immDma 0 may carry a run-time length: left out);
+    mem_alloc's size is the last move to r0 in the call's block."""
+    a = Asm()
+    a.func("__bootstrap")
+    a("CALLri", rc="r23", off="main")
+    a.label("__sys_end")
+    a("STOPci", cc=1, pc="__sys_end")
+    a.func("main")
+    a("MOVEri", rc="r0", imm=512)
+    a("MOVEri", rc="r1", imm=7)
+    a("CALLri", rc="r23", off="mem_alloc")
+    a("MOVEri", rc="r0", imm=64)
+    a("ADDrri", rc="r0", ra="r0", imm=8)  # r0 is no longer the constant moved into it
+    a("CALLri", rc="r23", off="mem_alloc")
+    a("LDMArri", ra="r0", rb="r1", immDma=127)
+    a("SDMArri", ra="r0", rb="r1", immDma=31)
+    a("SDMArri", ra="r0", rb="r1", immDma=0)
+    a("JUMPr", ra="r23")
+    a.func("mem_alloc")
+    a("JUMPr", ra="r23")
+    f = extract_features(write_dpu_elf(a.words(), *a.layout()), name="buffers.elf")
+    assert (f.dma_bytes, f.alloc_bytes) == (1024, 512)
+    vector = dict(zip(dpu_schema().names, f.vector(dpu_schema()).tolist()))
+    assert (vector["dma_bytes"], vector["alloc_bytes"]) == (1024, 512)

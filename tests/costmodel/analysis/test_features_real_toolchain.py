@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cnmtune.costmodel import Features, default_schema, extract_features
+from cnmtune.costmodel import Features, default_schema, extract_features, model_features
+from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.toolchain import Binary, Variant
 
 # benchmarks/prim/va/dpu/task.c. At O0 the static helpers stay functions (main ->
@@ -122,3 +123,20 @@ def test_soft_arithmetic_is_called_by_name_and_not_charged(toolchain, make_kerne
     assert f.iram_softlib_instructions == binary.memory.softlib_instructions > 0
     assert f.iram_instructions == binary.memory.iram_instructions
     assert f.text_instructions == f.iram_instructions + f.iram_softlib_instructions
+
+
+def test_va_block_size_is_seen_in_its_allocations(va_level):
+    # Two mem_alloc(BLOCK_BYTES = 1024); every DMA moves min(BLOCK_BYTES, what is left): not a
+    # constant, so no DMA size.
+    _, f = va_level
+    assert (f.dma_bytes, f.alloc_bytes) == (0, 2048)
+
+
+@pytest.mark.parametrize("level", ["O0", "O2"])
+def test_block_size_defines_are_features(toolchain, level):
+    """gemv's BL changes no opcode count; its DMA and buffer sizes do (2 x 2^BL + 8 bytes)."""
+    gemv = find_kernel("gemv")
+    features = {bl: model_features(toolchain.compile(Variant.of(gemv, level, 16, {"BL": bl})).elf_path)
+                for bl in (7, 10)}
+    assert features[7].kernel_histogram == features[10].kernel_histogram
+    assert [(f.dma_bytes, f.alloc_bytes) for f in features.values()] == [(128, 264), (1024, 2056)]

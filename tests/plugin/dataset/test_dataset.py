@@ -130,6 +130,25 @@ def test_rerun_skips_everything_recorded(small_va):
     assert snapshot(db) == before
 
 
+def test_a_new_feature_schema_recompiles_each_binary_once_and_reruns_nothing(small_va, tmp_path):
+    """A store made under an older schema: features missing under today's are recorded by
+    compiling each binary again; its runs, keyed by the ELF, are kept."""
+    db, spec, _ = small_va
+    old = tmp_path / "old_schema.sqlite"
+    shutil.copy(db, old)
+    schema_hash = model_schema().hash
+    with sqlite3.connect(old) as conn:
+        conn.execute("UPDATE features SET schema_hash = 'an-older-schema'")
+    with Store(old) as store:
+        distinct = {c.elf_hash for c in store.compiles()}
+        runs = store.runs()
+        report = generate(spec, store, InlineExecutor())
+        assert report.compiles_done == len(distinct) < 12 and report.runs_planned == 0
+        assert store.featured(schema_hash) == distinct
+        assert store.runs() == runs
+        assert len(store.training_view(schema_hash=schema_hash)) == 6 * 3
+
+
 def test_timeouts_recorded_excluded_and_retried(tmp_path):
     db = tmp_path / "budget.sqlite"
     tight = DatasetSpec(kernels=("va",), pipelines=2, dpus=(1,), tasklets=(2,), sizes=("small",), budget=500)
