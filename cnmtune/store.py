@@ -90,6 +90,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 BASELINE_PIPELINE = "O0"
+#: Appended to a simulator config hash to key runs that simulated only some DPUs (sim-sampled).
+SAMPLED_SUFFIX = "+sampled"
+
+
+def sampled_config_hash(config_hash: str) -> str:
+    """The store key of sampled runs under a simulator config: not the full runs its hash keys."""
+    return config_hash + SAMPLED_SUFFIX
 
 
 def canonical_pipeline(text: str) -> str:
@@ -220,14 +227,21 @@ WITH good AS (
          r.config_hash, r.cycles, r.kernel_seconds, r.transfer_seconds
   FROM compiles c JOIN pipelines p ON p.id = c.pipeline_id
   JOIN runs r ON r.elf_hash = c.elf_hash AND r.tasklets = c.tasklets
-  WHERE c.status = 'ok' AND r.status = 'ok' AND r.verified = 1 AND r.kernel_seconds > 0
+  WHERE c.status = 'ok' AND r.status = 'ok' AND r.kernel_seconds > 0
+    AND (r.verified = 1 OR (r.device = 'sim-sampled' AND EXISTS (
+      SELECT 1 FROM runs v WHERE v.elf_hash = r.elf_hash AND v.verified = 1)))
+), fewest AS (
+  SELECT kernel, size, REPLACE(config_hash, :sampled, '') AS sim, MIN(dpus) AS dpus FROM good
+  WHERE pipeline = :baseline AND tasklets = 1 GROUP BY kernel, size, sim
 ), base AS (
-  SELECT kernel, size, config_hash, MIN(kernel_seconds) AS seconds FROM good
-  WHERE pipeline = ? AND dpus = 1 AND tasklets = 1 GROUP BY kernel, size, config_hash
+  SELECT g.kernel, g.size, f.sim, MIN(g.kernel_seconds) AS seconds
+  FROM good g JOIN fewest f ON f.kernel = g.kernel AND f.size = g.size
+    AND f.sim = REPLACE(g.config_hash, :sampled, '') AND f.dpus = g.dpus
+  WHERE g.pipeline = :baseline AND g.tasklets = 1 GROUP BY g.kernel, g.size, f.sim
 )
 SELECT g.*, b.seconds / g.kernel_seconds AS speedup {feat_cols}
 FROM good g LEFT JOIN base b
-  ON b.kernel = g.kernel AND b.size = g.size AND b.config_hash = g.config_hash
+  ON b.kernel = g.kernel AND b.size = g.size AND b.sim = REPLACE(g.config_hash, :sampled, '')
 {feat_join}
 ORDER BY g.kernel, g.size, g.pipeline, g.defines, g.dpus, g.tasklets, g.config_hash
 """
@@ -480,19 +494,22 @@ class Store:
     # -- views -----------------------------------------------------------------------------
 
     def training_view(self, schema_hash: str | None = None) -> list[TrainingRow]:
-        """Valid compiles x verified runs, with speedup over the (1 DPU, 1 tasklet, O0) baseline.
+        """Valid compiles x verified runs, with speedup over the (fewest DPUs, 1 tasklet, O0) baseline.
 
-        The baseline is the fastest such run of the same kernel, size and config hash; speedup
-        is None without one. With ``schema_hash`` only samples that have features under it are
+        A run counts when it is verified, or when it is a sampled run (device ``sim-sampled``,
+        whose outputs cannot be checked) of a binary with a verified run elsewhere. The baseline
+        is the fastest O0 run at 1 tasklet on the fewest DPUs recorded at 1 tasklet for the same
+        kernel, size and simulator config (a sampled run's config hash without ``SAMPLED_SUFFIX``;
+        1 DPU where the grid has it, as in L2P); speedup is None without one. With ``schema_hash`` only samples that have features under it are
         returned, features attached; without it ``features`` is None.
         """
         if schema_hash is None:
-            sql, params = _TRAINING_SQL.format(feat_cols="", feat_join=""), (BASELINE_PIPELINE,)
+            sql, params = _TRAINING_SQL.format(feat_cols="", feat_join=""), {"baseline": BASELINE_PIPELINE, "sampled": SAMPLED_SUFFIX}
         else:
             sql = _TRAINING_SQL.format(
                 feat_cols=", f.data", feat_join="JOIN features f ON f.elf_hash = g.elf_hash"
-                                                " AND f.schema_hash = ?")
-            params = (BASELINE_PIPELINE, schema_hash)
+                                                " AND f.schema_hash = :schema")
+            params = {"baseline": BASELINE_PIPELINE, "sampled": SAMPLED_SUFFIX, "schema": schema_hash}
         out = []
         for row in self._conn.execute(sql, params):
             feats = json.loads(row[12]) if schema_hash is not None else None
@@ -522,7 +539,7 @@ class Store:
             run_status=dict(q("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status")),
             duplicate_binary_ratio=(1.0 - distinct / binaries) if binaries else 0.0,
             samples=q(f"SELECT COUNT(*) FROM ({_TRAINING_SQL.format(feat_cols='', feat_join='')})",
-                      (BASELINE_PIPELINE,)).fetchone()[0],
+                      {"baseline": BASELINE_PIPELINE, "sampled": SAMPLED_SUFFIX}).fetchone()[0],
             **dict(zip(("generations", "generation_seconds", "generated_runs"), q(
                 "SELECT COUNT(*), COALESCE(SUM(seconds), 0), COALESCE(SUM(runs), 0)"
                 " FROM generations").fetchone())),

@@ -53,6 +53,17 @@ def config_grid(kernel: Kernel, dpus: list[int], tasklets: list[int], sizes: lis
     return points
 
 
+def size_ladder(kernel: Kernel, steps: int) -> list[int]:
+    """``steps`` problem sizes from the kernel's small preset to its default, log-spaced: the
+    ends are the presets, the sizes between them multiples of the small one."""
+    if steps < 2:
+        raise KernelError(f"a size ladder needs at least 2 steps, not {steps}")
+    small, default = kernel.workload.size_of("small"), kernel.workload.size_of("default")
+    ratio = default / small
+    sizes = [small, *(small * max(1, round(ratio ** (k / (steps - 1)))) for k in range(1, steps - 1)), default]
+    return sorted(set(sizes))
+
+
 def _invalid(kernel: Kernel, config: RunConfig, tasklets_at_least_dpus: bool,
              defines: dict[str, DefineValue] | None, params: dict[str, object]) -> str:
     if not 1 <= config.tasklets <= MAX_TASKLETS:

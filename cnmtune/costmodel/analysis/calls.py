@@ -58,7 +58,8 @@ _State = tuple[dict[int, _Known], dict[tuple[int, int], _Known]]
 _ABSOLUTE = -1
 _ENTRY: _State = ({0: (0, False)}, {})
 _IMM_OPS = {"addi": lambda a, b: a + b, "xori": lambda a, b: a ^ b,
-            "ori": lambda a, b: a | b, "andi": lambda a, b: a & b}
+            "ori": lambda a, b: a | b, "andi": lambda a, b: a & b,
+            "slli": lambda a, b: a << (b & 31), "srli": lambda a, b: a >> (b & 31)}
 _REG_OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b,
             "xor": lambda a, b: a ^ b, "or": lambda a, b: a | b}
 

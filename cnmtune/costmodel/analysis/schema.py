@@ -15,8 +15,8 @@ no RISC-V assembler), so every DPU service a kernel uses (``me``, ``mram_read``,
 
 Real UPMEM DPU ELFs (e_machine 245) have their own schema, ``dpu_schema()``: the same
 families over the DPU vocabulary. ``op``/``wop`` list every mnemonic the decoder can emit
-(cnmtune.costmodel.analysis.dpu_isa: as llvm-objdump writes them, version ``dpu-1``, or with the
-shorthands counted as the operation they encode, ``dpu-1-ops``); ``call``/``wcall`` the
+(cnmtune.costmodel.analysis.dpu_isa: as llvm-objdump writes them, version ``dpu-2``, or with the
+shorthands counted as the operation they encode, ``dpu-2-ops``); ``call``/``wcall`` the
 runtime routines plus the SDK's ``__div32``/``__udiv32``; the scalars of the proxy schema
 except ``text_instructions``, which equals ``iram_instructions`` on a real DPU (its soft
 arithmetic lives in IRAM). Regions come from function names (cnmtune.costmodel.analysis.dpu_program).
@@ -37,9 +37,10 @@ from cnmtune.costmodel.analysis.dpu_isa import encoding_table
 from cnmtune.costmodel.analysis.rv32_isa import RV32I_MNEMONICS
 from cnmtune.errors import SchemaMismatch
 
-#: proxy-2: no ecall families, runtime services as call columns, iram_instructions = kernel +
-#: runtime (the IRAM charge) and text_instructions = all of .text.
-SCHEMA_VERSION = "proxy-2"
+#: proxy-3: no ecall families, runtime services as call columns, iram_instructions = kernel +
+#: runtime (the IRAM charge) and text_instructions = all of .text; proxy-2 plus the constant
+#: block sizes dma_bytes and alloc_bytes.
+SCHEMA_VERSION = "proxy-3"
 DEFAULT_LOOP_WEIGHT = 10.0
 OTHER = "other"
 
@@ -145,9 +146,10 @@ def default_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
     return FeatureSchema(tuple(names), SCHEMA_VERSION, loop_weight)
 
 
-#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation.
-DPU_SCHEMA_VERSION = "dpu-1"
-DPU_OPS_SCHEMA_VERSION = "dpu-1-ops"
+#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-2 is
+#: dpu-1 plus the constant block sizes dma_bytes and alloc_bytes.
+DPU_SCHEMA_VERSION = "dpu-2"
+DPU_OPS_SCHEMA_VERSION = "dpu-2-ops"
 #: The DPU call vocabulary: the runtime routines plus the SDK's 32-bit division entry points.
 DPU_RUNTIME_ROUTINES: tuple[str, ...] = (*RUNTIME_ROUTINES, "__div32", "__udiv32")
 DPU_SCALARS: tuple[str, ...] = tuple(s for s in SCALARS if s != "text_instructions")

@@ -2,7 +2,7 @@
 
 A sample is one (binary, DPUs, tasklets, size) run. Its input row is the binary's feature
 vector under a feature schema followed by ``CONFIG_COLUMNS``; its targets are
-``log(kernel seconds)`` and ``log(speedup)`` over the (O0, 1 DPU, 1 tasklet) baseline, in
+``log(kernel seconds)`` and ``log(speedup)`` over the (O0, fewest DPUs, 1 tasklet) baseline, in
 ``TARGETS`` order. Rows without a speedup (no baseline run of their kernel, size and simulator
 config) are dropped entirely, so every sample has both targets and one split serves every
 model variant; ``SampleSet.dropped`` counts them.

@@ -41,7 +41,16 @@ def generate_command(
     length: int = typer.Option(10, "--length", help="passes per random sequence; 0 = CompilerGym-style 1..40"),
     dpus: str = typer.Option("1,2,4,8,16", "--dpus", help="DPU counts of the grid"),
     tasklets: str = typer.Option("1,2,4,8,16", "--tasklets", help="tasklet counts of the grid"),
-    sizes: str = typer.Option("default", "--sizes", help="size presets or element counts, comma-separated"),
+    sizes: str = typer.Option("default", "--sizes",
+                              help="size presets, element counts or ladder:N (N log-spaced sizes, small to default), comma-separated"),
+    knobs: bool = typer.Option(False, "--knobs/--no-knobs", help="add O2/O3 with LLVM's unroll knobs to the pipelines"),
+    define_values: int = typer.Option(1, "--define-values", min=1,
+                                      help="per tuned define (BL, ...): the default and up to N-1 other declared values"),
+    l2p_rule: bool = typer.Option(True, "--l2p-rule/--any-tasklets", help="keep only tasklets >= DPUs (L2P's grid)"),
+    per_dpu_limit: Optional[float] = typer.Option(None, "--per-dpu-limit",
+                                                  help="skip points where a DPU gets more than this fraction of the default input"),
+    sampled_from: Optional[int] = typer.Option(None, "--sampled-from",
+                                               help="from this many DPUs on, simulate the first and the last DPU only"),
     sim_config: str = typer.Option("calibrated", "--sim-config", help="simulator timing: calibrated, literature"),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", help="instructions per DPU and launch before a timeout"),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="local worker processes (default: all cores)"),
@@ -54,7 +63,8 @@ def generate_command(
         kernels=tuple(expand_kernels([k.strip() for k in kernels.split(",") if k.strip()])), pipelines=pipelines,
         seed=seed, length=length or None, dpus=int_list(dpus, "dpus"), tasklets=int_list(tasklets, "tasklets"),
         sizes=tuple(size_value(s) for s in sizes.split(",") if s.strip()), sim_config=sim_config,
-        budget=budget, retry_failed=retry_failed)
+        budget=budget, retry_failed=retry_failed, knobs=knobs, define_values=define_values,
+        tasklets_at_least_dpus=l2p_rule, per_dpu_limit=per_dpu_limit, sampled_from=sampled_from)
     with Store(db) as store, make_executor(workers, scheduler) as executor:
         columns = (TextColumn("{task.description:9}"), BarColumn(), MofNCompleteColumn(),
                    _RateColumn(), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())

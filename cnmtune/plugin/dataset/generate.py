@@ -40,24 +40,50 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from cnmtune.costmodel import model_schema
-from cnmtune.passes import pipeline_set
+from cnmtune.passes import knob_pipelines, pipeline_set
 from cnmtune.plugin.jobs import (CompileJob, CompileResult, RunJob, compile_job, kernel_of, record_results,
                                  run_job)
 from cnmtune.runtime.executor import Executor, Outcome
-from cnmtune.runtime.grid import config_grid
+from cnmtune.runtime.grid import config_grid, size_ladder
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET
-from cnmtune.store import ClaimOwner, CompileRecord, RunRecord, Status, Store, defines_key
+from cnmtune.runtime.workload import DefineValue, Workload
+from cnmtune.store import ClaimOwner, CompileRecord, RunRecord, Status, Store, defines_key, sampled_config_hash
 
-__all__ = ["LEASE_SECONDS", "DatasetSpec", "GenerationReport", "compile_unit", "generate", "run_unit"]
+__all__ = ["LEASE_SECONDS", "SAMPLED", "DatasetSpec", "GenerationReport", "compile_unit", "define_settings",
+           "generate", "run_unit"]
 
 LEASE_SECONDS = 60.0
+#: The device of the runs from ``DatasetSpec.sampled_from`` DPUs on (cnmtune.runtime.sampled).
+SAMPLED = "sim-sampled"
+LADDER = "ladder:"
+
+
+def define_settings(workload: type[Workload], values: int) -> list[dict[str, DefineValue]]:
+    """The workload's own defines ({}), then, one tuned define at a time, up to ``values - 1`` of
+    its other declared choices, spread evenly over them (both ends included)."""
+    settings: list[dict[str, DefineValue]] = [{}]
+    defaults = workload.resolve_defines()
+    for name in workload.tuned_defines if values > 1 else ():
+        others = [c for c in workload.define_choices[name] if c != defaults.get(name)]
+        take = min(values - 1, len(others))
+        picks = [others[len(others) // 2]] if take == 1 else \
+            [others[round(k * (len(others) - 1) / (take - 1))] for k in range(take)]
+        settings.extend({name: v} for v in dict.fromkeys(picks))
+    return settings
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """What to generate. Pipelines: the L2P set (O0..O3 + unique random sequences)."""
+    """What to generate. Pipelines: the L2P set (O0..O3 + unique random sequences), plus O2/O3
+    with LLVM's unroll knobs with ``knobs``. Sizes: presets, element counts, or ``ladder:N`` (N
+    log-spaced sizes from the small preset to the default, cnmtune.runtime.grid.size_ladder).
+    ``define_values`` > 1 varies each tuned define (``define_settings``). The grid keeps
+    tasklets >= DPUs only with ``tasklets_at_least_dpus`` (L2P's rule); ``per_dpu_limit`` skips
+    points whose per-DPU share of the input exceeds that fraction of the default preset; from
+    ``sampled_from`` DPUs on, runs simulate the first and the last DPU only (``SAMPLED``).
+    """
 
     kernels: tuple[str, ...]
     pipelines: int = 1004
@@ -70,6 +96,11 @@ class DatasetSpec:
     budget: int = DEFAULT_BUDGET
     input_seed: int = 0
     retry_failed: bool = False
+    knobs: bool = False
+    define_values: int = 1
+    tasklets_at_least_dpus: bool = True
+    per_dpu_limit: float | None = None
+    sampled_from: int | None = None
 
     def to_dict(self) -> dict:
         """JSON-safe form (recorded with each generation session)."""
@@ -120,12 +151,14 @@ def run_unit(elf_hash: str, dpus: int, tasklets: int, size: int, config_hash: st
 @dataclass
 class _KernelPlan:
     kernel: Kernel
-    points: dict[int, list[tuple[int, int]]]  # tasklets -> [(dpus, size)]
+    settings: dict[str, tuple[tuple[str, DefineValue], ...]]  # defines key -> the overrides
+    points: dict[tuple[str, int], list[tuple[int, int]]]  # (defines key, tasklets) -> [(dpus, size)]
 
 
 @dataclass(frozen=True)
 class _CompileWork:
-    """The tasklet counts (parts) of one kernel x pipeline still to compile: one compile job."""
+    """The tasklet counts (parts) of one kernel x pipeline x define setting still to compile: one
+    compile job."""
 
     plan: _KernelPlan
     pipeline: str
@@ -139,17 +172,19 @@ class _CompileWork:
         return store.find_compile(self.plan.kernel.name, self.pipeline, self.defines, tasklets)
 
     def job(self, parts: tuple[int, ...], spec: DatasetSpec) -> tuple[Callable, CompileJob]:
-        return compile_job, CompileJob(str(self.plan.kernel.root), self.pipeline, parts)
+        return compile_job, CompileJob(str(self.plan.kernel.root), self.pipeline, parts,
+                                       self.plan.settings[self.defines])
 
 
 @dataclass(frozen=True)
 class _RunWork:
-    """The (DPUs, size) points (parts) of one binary still to simulate: one run job."""
+    """The (DPUs, size) points (parts) of one binary still to simulate on one device: one run job."""
 
     plan: _KernelPlan
     compile: CompileRecord
     config_hash: str
     parts: tuple[tuple[int, int], ...]
+    device: str = "sim"
 
     def unit(self, point: tuple[int, int]) -> str:
         c = self.compile
@@ -162,7 +197,8 @@ class _RunWork:
     def job(self, parts: tuple[tuple[int, int], ...], spec: DatasetSpec) -> tuple[Callable, RunJob]:
         c = self.compile
         return run_job, RunJob(str(self.plan.kernel.root), c.pipeline, c.tasklets, c.elf_hash, parts,
-                               spec.sim_config, spec.budget, spec.input_seed)
+                               spec.sim_config, spec.budget, spec.input_seed,
+                               self.plan.settings[c.defines], device=self.device)
 
 
 class _Heartbeat:
@@ -211,11 +247,12 @@ class _Coordinator:
         self.claimed: dict[object, list[str]] = {}  # job in flight -> its units
         self.released: list[str] = []  # units of the pending records
         self.config_hash = DpuConfig.named(spec.sim_config).hash
+        self.sampled_hash = sampled_config_hash(self.config_hash)
         self.schema_hash = model_schema().hash
         self.invalid: dict[str, int] = {}
         self.plans = {plan.kernel.name: plan for plan in map(self._plan, spec.kernels)}
         self.report = GenerationReport(list(self.plans), executor.description)
-        self.done_runs = store.run_keys(self.config_hash)
+        self.done_runs = {**store.run_keys(self.config_hash), **store.run_keys(self.sampled_hash)}
         self.featured = store.featured(self.schema_hash)  # binaries with features recorded
         self.featuring: set[str] = set()  # binaries compiled again for their features
         self.simulated: set[str] = set()  # ELF hashes whose runs are recorded or dispatched
@@ -223,15 +260,25 @@ class _Coordinator:
 
     def _plan(self, name: str) -> _KernelPlan:
         kernel = find_kernel(name)
-        points: dict[int, list[tuple[int, int]]] = {}
-        for point in config_grid(kernel, list(self.spec.dpus), list(self.spec.tasklets),
-                                 list(self.spec.sizes)):
-            if point.valid:
+        workload = kernel.workload
+        sizes = [size for token in self.spec.sizes for size in (
+            size_ladder(kernel, int(token[len(LADDER):])) if str(token).startswith(LADDER) else [token])]
+        default = workload.size_of("default") if self.spec.per_dpu_limit else 0
+        settings, points = {}, {}
+        for overrides in define_settings(workload, self.spec.define_values):
+            key = defines_key(workload.resolve_defines(overrides))
+            settings[key] = tuple(overrides.items())
+            for point in config_grid(kernel, list(self.spec.dpus), list(self.spec.tasklets), sizes,
+                                     self.spec.tasklets_at_least_dpus, overrides):
                 c = point.config
-                points.setdefault(c.tasklets, []).append((c.dpus, c.size))
-            else:
-                self.invalid[point.reason] = self.invalid.get(point.reason, 0) + 1
-        return _KernelPlan(kernel, points)
+                reason = point.reason
+                if not reason and default and c.size / c.dpus > self.spec.per_dpu_limit * default:
+                    reason = f"a DPU's share of the input above {self.spec.per_dpu_limit:g} of the default size"
+                if reason:
+                    self.invalid[reason] = self.invalid.get(reason, 0) + 1
+                else:
+                    points.setdefault((key, c.tasklets), []).append((c.dpus, c.size))
+        return _KernelPlan(kernel, settings, points)
 
     def _finished(self, status: Status) -> bool:
         return status is Status.OK or not self.spec.retry_failed
@@ -259,21 +306,24 @@ class _Coordinator:
         self.generation = self.store.start_generation(self.spec.to_dict(), self.executor.description,
                                                       self.executor.workers, start)
         pipelines = [p.text for p in pipeline_set(self.spec.pipelines, self.spec.seed, self.spec.length)]
+        if self.spec.knobs:
+            pipelines += [p.text for p in knob_pipelines()]
         recorded = {(c.kernel, c.pipeline, c.defines, c.tasklets): c for c in self.store.compiles()}
         for plan in self.plans.values():
-            defaults = defines_key(plan.kernel.workload.resolve_defines())
-            for text in pipelines:
-                todo = []
-                for tasklets in sorted(plan.points):
-                    rec = recorded.get((plan.kernel.name, text, defaults, tasklets))
-                    if self._compiled(rec) or (rec is not None and rec.elf_hash in self.featuring):
-                        self._schedule_runs(plan, rec)
-                    else:
-                        if rec is not None and rec.ok and self._finished(rec.status):
-                            self.featuring.add(rec.elf_hash)  # compiled again, once per binary
-                        todo.append(tasklets)
-                if todo:
-                    self._enqueue(_CompileWork(plan, text, defaults, tuple(todo)))
+            for key in plan.settings:
+                tasklet_counts = sorted(t for k, t in plan.points if k == key)
+                for text in pipelines:
+                    todo = []
+                    for tasklets in tasklet_counts:
+                        rec = recorded.get((plan.kernel.name, text, key, tasklets))
+                        if self._compiled(rec) or (rec is not None and rec.elf_hash in self.featuring):
+                            self._schedule_runs(plan, rec)
+                        else:
+                            if rec is not None and rec.ok and self._finished(rec.status):
+                                self.featuring.add(rec.elf_hash)  # compiled again, once per binary
+                            todo.append(tasklets)
+                    if todo:
+                        self._enqueue(_CompileWork(plan, text, key, tuple(todo)))
         with _Heartbeat(self.store.path, self.owner, self.lease):
             self._fill()
             self._tick()
@@ -345,19 +395,22 @@ class _Coordinator:
     def _schedule_runs(self, plan: _KernelPlan, rec: CompileRecord) -> None:
         if not rec.ok:
             return
-        points = plan.points.get(rec.tasklets, [])
+        points = plan.points.get((rec.defines, rec.tasklets), [])
         self.report.sample_points += len(points)
         if rec.elf_hash in self.simulated:
             return
         self.simulated.add(rec.elf_hash)
         self.report.distinct_points += len(points)
-        todo = []
+        full, sampled = [], []
         for dpus, size in points:
             status = self.done_runs.get((rec.elf_hash, dpus, rec.tasklets, size))
             if status is None or not self._finished(status):
-                todo.append((dpus, size))
-        if todo:
-            self._enqueue(_RunWork(plan, rec, self.config_hash, tuple(todo)))
+                sampling = self.spec.sampled_from is not None and dpus >= self.spec.sampled_from
+                (sampled if sampling else full).append((dpus, size))
+        if full:
+            self._enqueue(_RunWork(plan, rec, self.config_hash, tuple(full)))
+        if sampled:
+            self._enqueue(_RunWork(plan, rec, self.sampled_hash, tuple(sampled), SAMPLED))
 
     def _take(self, outcome: Outcome) -> None:
         job = outcome.arg
@@ -366,16 +419,18 @@ class _Coordinator:
             self.report.task_failures.append(f"{type(job).__name__} {job}: {outcome.error}")
             if isinstance(job, CompileJob):  # the worker died: record each variant as failed
                 kernel = kernel_of(job.kernel_dir)
-                key = defines_key(kernel.workload.resolve_defines())
+                key = defines_key(kernel.workload.resolve_defines(dict(job.defines)))
                 results = [CompileResult(CompileRecord(kernel.name, job.pipeline, key, t, None,
                                                        Status.ERROR, outcome.error), None)
                            for t in job.tasklets]
             else:
-                config_hash = self.config_hash
-                results = [RunRecord(job.elf_hash, d, job.tasklets, s, config_hash, Status.ERROR,
-                                     error=outcome.error, device="sim") for d, s in job.points]
+                results = [RunRecord(job.elf_hash, d, job.tasklets, s, "", Status.ERROR,
+                                     error=outcome.error, device=job.device) for d, s in job.points]
         else:
             results = outcome.value
+        if isinstance(job, RunJob):  # a sampled run is recorded under its own key
+            key = self.sampled_hash if job.device == SAMPLED else self.config_hash
+            results = [replace(r, config_hash=key) for r in results]
         for item in results:
             self.pending.append(item)
             if isinstance(item, CompileResult):

@@ -47,7 +47,7 @@ def test_default_schema_layout(schema):
     # Kernels hold no ecall: services are runtime functions, counted in call:/wcall:.
     assert not [n for n in names if n.startswith(("ecall:", "wecall:"))]
     assert names[:vocabulary] == tuple(f"op:{m}" for m in (*RV32I_MNEMONICS, "other"))
-    assert schema.version == "proxy-2" and schema.loop_weight == 10.0
+    assert schema.version == "proxy-3" and schema.loop_weight == 10.0
     assert default_schema(loop_weight=4.0).loop_weight == 4.0
 
 
@@ -72,7 +72,7 @@ def test_hash_is_stable_and_follows_every_part(schema):
     changed = [FeatureSchema(schema.names[:-1] + ("other_name",), schema.version),
                FeatureSchema(schema.names[1:2] + schema.names[:1] + schema.names[2:],
                              schema.version),
-               FeatureSchema(schema.names, "proxy-3"),
+               FeatureSchema(schema.names, "proxy-99"),
                FeatureSchema(schema.names, schema.version, loop_weight=4.0)]
     assert len({schema.hash, *(s.hash for s in changed)}) == 5
 

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from cnmtune.costmodel import model_schema
-from cnmtune.plugin.dataset.generate import DatasetSpec, generate
+from cnmtune.plugin.dataset.generate import DatasetSpec, define_settings, generate
+from cnmtune.runtime.grid import size_ladder
+from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.executor import DaskExecutor, InlineExecutor
 from cnmtune.store import Status, Store
@@ -211,3 +213,44 @@ def test_cli_generate_prints_a_report_with_skipped_rules(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "3 x tasklets N < DPUs N (L2P keeps T >= D)" in result.stdout
     assert "simulations (new / planned)" in result.stdout and "ok: 4" in result.stdout
+
+
+def test_define_settings_and_size_ladders_of_real_workloads():
+    gemv, red = find_kernel("gemv"), find_kernel("red")
+    assert define_settings(gemv.workload, 1) == [{}]
+    assert define_settings(gemv.workload, 4) == [{}, {"BL": 3}, {"BL": 7}, {"BL": 11}]
+    assert define_settings(red.workload, 3) == [{}, {"BL": 3}, {"BL": 11}, {"VERSION": "TREE"},
+                                                {"SYNC": "BARRIER"}]
+    assert size_ladder(gemv, 4) == [256, 768, 2560, 8192]  # small .. default, log-spaced
+    assert size_ladder(find_kernel("spmv"), 3) == [512, 512 * 8, 28924]  # 512 x round(sqrt(28924 / 512))
+
+
+def test_v2_grid_defines_sampled_runs_and_the_fewest_dpus_baseline(tmp_path):
+    """Block sizes varied, tasklets < DPUs kept, 16 DPUs sampled (recorded under their own key,
+    trained on because the binary's 1-DPU run verified), a per-DPU bound on the input."""
+    spec = DatasetSpec(kernels=("gemv",), pipelines=2, dpus=(1, 16), tasklets=(1, 4),
+                       sizes=("small", "default"), define_values=3, tasklets_at_least_dpus=False,
+                       per_dpu_limit=0.25, sampled_from=16)
+    config = DpuConfig.named("calibrated").hash
+    with Store(tmp_path / "v2.sqlite") as store:
+        report = generate(spec, store, InlineExecutor())
+        # the default size on 1 DPU is over the bound (a DPU would get all of it)
+        assert report.invalid_points == {"a DPU's share of the input above 0.25 of the default size": 6}
+        assert report.compiles_done == 2 * 3 * 2 and report.run_status == {"ok": 12 * 3}
+        runs = store.runs()
+        sampled = [r for r in runs if r.dpus == 16]
+        assert len(sampled) == 24 and {r.config_hash for r in sampled} == {config + "+sampled"}
+        assert {r.device for r in sampled} == {"sim-sampled"} and not any(r.verified for r in sampled)
+        assert all(r.verified and r.config_hash == config for r in runs if r.dpus == 1)
+        rows = store.training_view(model_schema().hash)
+    assert len(rows) == 36 and all(r.speedup is not None for r in rows)
+    assert {r.defines for r in rows} == {"BL=10", "BL=3", "BL=11"}
+    assert {r.defines: r.features["dma_bytes"] for r in rows} == {"BL=10": 1024, "BL=3": 8, "BL=11": 2048}
+    small = {(r.pipeline, r.defines, r.dpus, r.tasklets): r for r in rows if r.size == 256}
+    base = small[("O0", "BL=10", 1, 1)]
+    assert base.speedup == pytest.approx(1.0)  # the fastest O0 define at 1 DPU, 1 tasklet
+    fast = small[("O1", "BL=10", 16, 4)]
+    assert fast.speedup == pytest.approx(base.kernel_seconds / fast.kernel_seconds)
+    # at the default size only 16 DPUs are in the grid: the baseline is O0 on 16 DPUs
+    assert max(r.speedup for r in rows if r.size == 8192 and r.pipeline == "O0" and r.tasklets == 1) \
+        == pytest.approx(1.0)
