@@ -12,7 +12,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Table
 from rich.text import Text
 
-from cnmtune.plugin.dataset.generate import DatasetSpec, GenerationReport, generate
+from cnmtune.plugin.dataset.generate import SAMPLING_TOLERANCE, DatasetSpec, GenerationReport, generate
 from cnmtune.plugin.cli.options import int_list, size_value
 from cnmtune.plugin.cli.output import console, emit_json, err_console, note, warn
 from cnmtune.runtime.executor import make_executor
@@ -94,6 +94,7 @@ def _print_report(report: GenerationReport) -> None:
         ("compile outcomes", _counts(report.compile_status)),
         ("run outcomes", _counts(report.run_status)),
         ("grid points skipped", _by_rule(report.invalid_points) or "none"),
+        *([("sampled-run error (checked)", _sampling(report.sampling_error))] if report.sampling_error else []),
         ("units left to another generator", str(report.left_to_others)),
         ("wall time", f"{report.seconds:.1f} s"),
     ]
@@ -112,6 +113,13 @@ def _by_rule(reasons: dict[str, int]) -> str:
         groups.setdefault(re.sub(r"\b\d+\b", "N", reason), {})[reason] = count
     rules = {next(iter(g)) if len(g) == 1 else rule: sum(g.values()) for rule, g in groups.items()}
     return "\n".join(f"{count} x {rule}" for rule, count in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _sampling(errors: dict[str, float | None]) -> str:
+    """Each kernel's sampled-run error, and whether its runs are sampled."""
+    return ", ".join("{}: {}".format(k, "-" if e is None else
+                                     f"{100 * e:.2f} %{'' if e <= SAMPLING_TOLERANCE else ' (not sampled)'}")
+                     for k, e in errors.items())
 
 
 def _counts(counter: dict[str, int]) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cnmtune.costmodel import model_schema
-from cnmtune.plugin.dataset.generate import DatasetSpec, define_settings, generate
+from cnmtune.plugin.dataset.generate import SAMPLING_TOLERANCE, DatasetSpec, define_settings, generate
 from cnmtune.runtime.grid import size_ladder
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
@@ -234,6 +234,7 @@ def test_v2_grid_defines_sampled_runs_and_the_fewest_dpus_baseline(tmp_path):
     config = DpuConfig.named("calibrated").hash
     with Store(tmp_path / "v2.sqlite") as store:
         report = generate(spec, store, InlineExecutor())
+        assert report.sampling_error["gemv"] <= SAMPLING_TOLERANCE  # checked on 16 DPUs at 8192
         # the default size on 1 DPU is over the bound (a DPU would get all of it)
         assert report.invalid_points == {"a DPU's share of the input above 0.25 of the default size": 6}
         assert report.compiles_done == 2 * 3 * 2 and report.run_status == {"ok": 12 * 3}
@@ -254,3 +255,17 @@ def test_v2_grid_defines_sampled_runs_and_the_fewest_dpus_baseline(tmp_path):
     # at the default size only 16 DPUs are in the grid: the baseline is O0 on 16 DPUs
     assert max(r.speedup for r in rows if r.size == 8192 and r.pipeline == "O0" and r.tasklets == 1) \
         == pytest.approx(1.0)
+
+
+def test_a_kernel_whose_sampled_runs_are_off_keeps_only_full_runs(tmp_path):
+    """bfs's host feeds each level's frontier back: unsimulated DPUs read zeros, so its sampled
+    runs are off by more than the tolerance and its 16-DPU points are skipped, with the reason."""
+    spec = DatasetSpec(kernels=("bfs",), pipelines=1, dpus=(1, 16), tasklets=(16,), sizes=("small",),
+                       sampled_from=16)
+    with Store(tmp_path / "bfs.sqlite") as store:
+        report = generate(spec, store, InlineExecutor())
+        runs = store.runs()
+    error = report.sampling_error["bfs"]
+    assert error > SAMPLING_TOLERANCE
+    assert report.invalid_points == {f"bfs: sampled runs off by {100 * error:.1f} % (> 2 %)": 1}
+    assert [(r.dpus, r.device, r.verified) for r in runs] == [(1, "sim", True)]
