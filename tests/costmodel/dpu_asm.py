@@ -46,6 +46,16 @@ class Asm:
     labels: dict[str, int] = field(default_factory=dict)
     marks: dict[str, int] = field(default_factory=dict)
 
+    @classmethod
+    def calling_main(cls) -> Asm:
+        """A program whose ``__bootstrap`` calls ``main`` and stops; the caller writes ``main``."""
+        a = cls()
+        a.func("__bootstrap")
+        a("CALLri", rc="r23", off="main")
+        a.label("__sys_end")
+        a("STOPci", cc=1, pc="__sys_end")
+        return a
+
     def func(self, name: str) -> None:
         self.functions.append((name, len(self.items)))
 

@@ -363,11 +363,7 @@ def _odd_text(data: bytes) -> bytes:
 
 
 def test_decoding_4000_instructions_is_fast():
-    a = Asm()
-    a.func("__bootstrap")
-    a("CALLri", rc="r23", off="main")
-    a.label("end")
-    a("STOPci", cc=1, pc="end")
+    a = Asm.calling_main()
     a.func("main")
     for k in range(50):
         a("CALLri", rc="r23", off=f"f{k}")
@@ -443,11 +439,7 @@ def test_features_round_trip_through_their_flat_dict(elf):
 def test_constant_buffer_sizes_of_a_dpu_elf():
     """ldma/sdma move (immDma + 1) * 8 bytes (immDma 0 may carry a run-time length: left out);
     mem_alloc's size is the last move to r0 in the call's block."""
-    a = Asm()
-    a.func("__bootstrap")
-    a("CALLri", rc="r23", off="main")
-    a.label("__sys_end")
-    a("STOPci", cc=1, pc="__sys_end")
+    a = Asm.calling_main()
     a.func("main")
     a("MOVEri", rc="r0", imm=512)
     a("MOVEri", rc="r1", imm=7)
