@@ -49,6 +49,15 @@ def evaluate_by_config(samples: SampleSet, prediction: Prediction, k: int = 10) 
     return {key: report[key] for key in [*(label(*c) for c in sorted(set(configs))), "all"]}
 
 
+def evaluate_by_size(samples: SampleSet, prediction: Prediction, k: int = 10) -> dict[str, dict[str, float]]:
+    """The same metrics per ranking group ('va@4096': kernel, size): accuracy at each problem size,
+    the ranking of every variant (pipeline, defines, DPUs, tasklets) of a kernel at one size."""
+    labels = np.array([f"{kernel}@{size}" for kernel, size in samples.groups])
+    report = _report(labels, samples, prediction, k)
+    order = [f"{kernel}@{size}" for kernel, size in sorted(set(samples.groups))]
+    return {key: report[key] for key in [*order, "all"]}
+
+
 def _report(keys: np.ndarray, samples: SampleSet, prediction: Prediction, k: int,
             groups: list | None = None) -> dict[str, dict[str, float]]:
     if len(prediction.log_targets) != len(samples):

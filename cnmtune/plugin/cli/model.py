@@ -235,11 +235,12 @@ def evaluate_command(
     threads: int = typer.Option(1, "--threads", help="onnxruntime intra-op threads"),
     plot: Path | None = typer.Option(None, "--plot", help="write PNG plots (per-kernel bars, predicted vs "
                                                          "true) into this directory"),
+    by_size: bool = typer.Option(False, "--by-size", help="also per (kernel, size) group"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
 ) -> None:
     """Accuracy and ranking quality of an ONNX model on every sample of a store, per kernel and
-    per configuration (DPUs x tasklets)."""
-    from cnmtune.costmodel.learn.prediction import evaluate, evaluate_by_config
+    per configuration (DPUs x tasklets), with --by-size per kernel and problem size."""
+    from cnmtune.costmodel.learn.prediction import evaluate, evaluate_by_config, evaluate_by_size
     from cnmtune.costmodel.learn.samples import load_samples
     from cnmtune.costmodel.learn.scorer import Scorer
 
@@ -248,14 +249,19 @@ def evaluate_command(
     prediction = scorer.predict(samples.X)
     report = evaluate(samples, prediction, top_k)
     by_config = evaluate_by_config(samples, prediction, top_k)
+    sizes = evaluate_by_size(samples, prediction, top_k) if by_size else None
     plots = _plots(plot, model, db, samples, prediction, report) if plot is not None else []
     if as_json:
         emit_json({"model": str(model), "db": str(db), "targets": list(scorer.targets), "metrics": report,
-                   "metrics_by_config": by_config, "plots": [str(p) for p in plots]})
+                   "metrics_by_config": by_config, **({"metrics_by_size": sizes} if by_size else {}),
+                   "plots": [str(p) for p in plots]})
         return
     console.print(_metrics_table(f"{model.name} on {db.name}: {len(samples)} samples", report, top_k))
     console.print(_metrics_table("per configuration (ranking: the pipelines of a kernel at one configuration)",
                                  by_config, top_k, key="DPUs, tasklets"))
+    if sizes is not None:
+        console.print(_metrics_table("per kernel and size (ranking: every variant of a kernel at one size)",
+                                     sizes, top_k, key="kernel@size"))
     for path in plots:
         note(f"wrote {path}")
 

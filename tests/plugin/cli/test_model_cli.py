@@ -49,6 +49,17 @@ def test_evaluate_prints_a_table_per_kernel(trained_va, l2p_db):
         assert text in result.stdout, text
 
 
+def test_evaluate_by_size_reports_every_kernel_and_size(trained_va, l2p_db):
+    result = cnmtune("evaluate", str(trained_va[0]), "--db", str(l2p_db), "--by-size", "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    by_size = record["metrics_by_size"]
+    assert set(by_size) == {"red@4096", "va@4096", "all"}  # l2p_db: both at their small size
+    assert by_size["va@4096"] == record["metrics"]["va"]  # one size: the kernel's own figures
+    result = cnmtune("evaluate", str(trained_va[0]), "--db", str(l2p_db), "--by-size")
+    assert "per kernel and size" in result.stdout and "va@4096" in result.stdout
+
+
 def test_evaluate_writes_plots(trained_va, l2p_db, tmp_path):
     result = cnmtune("evaluate", str(trained_va[0]), "--db", str(l2p_db), "--plot", str(tmp_path / "plots"), "--json")
     assert result.returncode == 0, result.stderr
