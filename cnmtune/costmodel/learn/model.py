@@ -38,6 +38,8 @@ class L2PConfig:
     log_inputs: bool = False
     #: static cycle estimate appended to the inputs (not in the paper; see prior.AnalyticalPrior)
     prior: bool = False
+    #: the prior's DMA term at the kernel's constant DMA size instead of 256 bytes (prior.AnalyticalPrior)
+    block_prior: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "targets", tuple(self.targets))
@@ -62,7 +64,7 @@ class L2PConfig:
     @classmethod
     def from_dict(cls, data: dict) -> L2PConfig:
         """Inverse of ``to_dict``; a record written before an option existed gets it off."""
-        return cls(**{"log_inputs": False, "prior": False, **data})
+        return cls(**{"log_inputs": False, "prior": False, "block_prior": False, **data})
 
 
 class Standardize(nn.Module):
@@ -120,7 +122,7 @@ class L2PModel(nn.Module):
         self.fixed_statistics = False  # see freeze_first
         self.dropout_off = False
         self.log_counts = LogCounts(n_inputs) if config.log_inputs else None
-        self.prior = AnalyticalPrior(n_inputs) if config.prior else None
+        self.prior = AnalyticalPrior(n_inputs, config.block_prior) if config.prior else None
         n_features = n_inputs + (len(PRIOR_COLUMNS) if config.prior else 0)
         self.normalize = Standardize(n_features)
         self.input = Dense(n_features, config.width, 0.0)

@@ -16,7 +16,11 @@ histogram (``wop:*``, ``wcall:*``) and the configuration, as three log-domain co
   a DPU that holds 1/D of the problem, and one tasklet issues at most every max(T, 11) cycles
   (the revolver pipeline): cycles = S * N / (D * T) * max(T, 11).
 - DMA: loop-weighted mram_read/mram_write calls x (alpha + beta * B) cycles with an assumed
-  B = 256-byte transfer, serialised on the DPU's one DMA engine: cycles = that * N / D.
+  B = 256-byte transfer, serialised on the DPU's one DMA engine: cycles = that * N / D. With
+  ``block_size`` (a model option, off for models trained before it) B is the kernel's constant
+  DMA size (the ``dma_bytes`` feature; 256 where none is constant) and the calls count
+  256 / B times: a streaming loop moving the same bytes in B-byte blocks runs 256 / B times as
+  many iterations as with 256-byte ones, so the per-byte cost is alpha / B + beta.
 - total: log(compute + DMA).
 
 S, the DMA cost and the problem size N are static proxies (the loop weight stands in for trip
@@ -39,6 +43,8 @@ REVOLVER_PERIOD = 11
 DMA_READ_ALPHA, DMA_WRITE_ALPHA, DMA_BETA = 77.0, 61.0, 0.5
 #: Bytes assumed per mram_read / mram_write call (static code does not know the size).
 DMA_ASSUMED_BYTES = 256
+#: The input column holding the kernel's constant DMA size in bytes (0: none is constant).
+DMA_BYTES_COLUMN = "dma_bytes"
 #: Names of the prior's output columns (the extra inputs of the network's first layer).
 PRIOR_COLUMNS: tuple[str, ...] = ("prior:log_compute", "prior:log_dma", "prior:log_total")
 
@@ -97,11 +103,16 @@ class LogCounts(nn.Module):
         return self.mask * torch.log1p(torch.relu(x)) + (1.0 - self.mask) * x
 
 
-def prior_weights(columns: Sequence[str]) -> torch.Tensor:
-    """The ``[columns, 6]`` matrix whose product with an input row gives, in order: compute
-    slots, DMA read calls, DMA write calls (all loop-weighted), log2 DPUs, log2 tasklets, log2 size."""
-    weights = torch.zeros(len(columns), 6)
+def prior_weights(columns: Sequence[str], block_size: bool = False) -> torch.Tensor:
+    """The ``[columns, 6]`` matrix (7 with ``block_size``) whose product with an input row gives,
+    in order: compute slots, DMA read calls, DMA write calls (all loop-weighted), log2 DPUs,
+    log2 tasklets, log2 size (and the constant DMA size)."""
+    weights = torch.zeros(len(columns), 7 if block_size else 6)
     index = {name: i for i, name in enumerate(columns)}
+    if block_size:
+        if DMA_BYTES_COLUMN not in index:
+            raise ValueError(f"the block-size prior needs input column {DMA_BYTES_COLUMN}")
+        weights[index[DMA_BYTES_COLUMN], 6] = 1.0
     for name, i in index.items():
         family, _, key = name.partition(":")
         if family == "wop":
@@ -122,13 +133,14 @@ def prior_weights(columns: Sequence[str]) -> torch.Tensor:
 class AnalyticalPrior(nn.Module):
     """Static log-cycle estimates (compute, DMA, total) from raw input rows; no parameters."""
 
-    def __init__(self, n_inputs: int):
+    def __init__(self, n_inputs: int, block_size: bool = False):
         super().__init__()
-        self.register_buffer("weights", torch.zeros(n_inputs, 6))
+        self.block_size = block_size
+        self.register_buffer("weights", torch.zeros(n_inputs, 7 if block_size else 6))
 
     def configure(self, columns: Sequence[str]) -> None:
         """Set the weights from the input column names (see ``prior_weights``)."""
-        self.weights.copy_(prior_weights(columns))
+        self.weights.copy_(prior_weights(columns, self.block_size))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         z = x @ self.weights
@@ -137,8 +149,11 @@ class AnalyticalPrior(nn.Module):
         tasklets = torch.exp(log2_tasklets * _LN2)
         revolver = torch.log(torch.clamp(tasklets, min=float(REVOLVER_PERIOD)))
         log_compute = torch.log(slots) + _LN2 * (log2_size - log2_dpus - log2_tasklets) + revolver
-        dma = reads * (DMA_READ_ALPHA + DMA_BETA * DMA_ASSUMED_BYTES) \
-            + writes * (DMA_WRITE_ALPHA + DMA_BETA * DMA_ASSUMED_BYTES)
+        block = torch.full_like(reads, float(DMA_ASSUMED_BYTES))
+        if self.block_size:
+            block = torch.where(z[:, 6] > 0, z[:, 6], block)
+            reads, writes = reads * (DMA_ASSUMED_BYTES / block), writes * (DMA_ASSUMED_BYTES / block)
+        dma = reads * (DMA_READ_ALPHA + DMA_BETA * block) + writes * (DMA_WRITE_ALPHA + DMA_BETA * block)
         log_dma = torch.log1p(dma) + _LN2 * (log2_size - log2_dpus)
         # log(exp(a) + exp(b)) without logaddexp (not in the TorchScript ONNX exporter)
         high = torch.maximum(log_compute, log_dma)

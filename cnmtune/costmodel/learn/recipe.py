@@ -8,8 +8,9 @@ cnmtune/data/MODEL.md.
 from __future__ import annotations
 
 #: L2PConfig fields that differ from the paper's network (depth 12, width 256, dropout 0.5 stay):
-#: log1p of the count columns and the analytical prior inside the network.
-MODEL_DEFAULTS: dict = {"log_inputs": True, "prior": True}
+#: log1p of the count columns and the analytical prior inside the network, its DMA term at the
+#: kernel's constant block size.
+MODEL_DEFAULTS: dict = {"log_inputs": True, "prior": True, "block_prior": True}
 
 #: Keyword arguments of ``cnmtune.costmodel.learn.training.train``. The paper trains with Adam and
 #: early stopping; a reduce-on-plateau learning rate (halve after ``lr_patience`` epochs

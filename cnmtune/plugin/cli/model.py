@@ -12,7 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, TRAIN_DEFAULTS
+from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.cli.output import console, emit_json, err_console, note
 
@@ -87,6 +87,8 @@ def train_command(
     log_inputs: bool = typer.Option(True, "--log-inputs/--raw-inputs",
                                     help="log1p of the count columns inside the network"),
     prior: bool = typer.Option(True, "--prior/--no-prior", help="analytical cycle estimate as an extra input"),
+    block_prior: bool = typer.Option(MODEL_DEFAULTS["block_prior"], "--block-prior/--fixed-block-prior",
+                                     help="the prior's DMA term at the kernel's constant block size (else 256 B)"),
     dropout: float = typer.Option(0.5, "--dropout", help="dropout of the hidden blocks"),
     split: str = typer.Option("row", "--split", help="3:1:1 per kernel over rows, or over distinct binaries ('binary')"),
     epochs: int = typer.Option(TRAIN_DEFAULTS["epochs"], "--epochs", help="maximum epochs"),
@@ -114,7 +116,8 @@ def train_command(
     if split not in ("row", "binary"):
         raise CnmtuneError(f"--split must be 'row' or 'binary', not {split!r}")
     try:
-        config = L2PConfig(targets=tuple(_names(targets) or ()), dropout=dropout, log_inputs=log_inputs, prior=prior)
+        config = L2PConfig(targets=tuple(_names(targets) or ()), dropout=dropout, log_inputs=log_inputs, prior=prior,
+                           block_prior=block_prior)
     except ValueError as exc:
         raise CnmtuneError(f"--targets/--dropout: {exc}") from None
     samples = load_samples(db).select(_names(kernels), _names(exclude))

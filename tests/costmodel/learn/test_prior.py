@@ -70,11 +70,29 @@ def test_prior_follows_the_revolver_and_dma_formulas():
         prior.configure(COLUMNS[:-3])
 
 
+def test_block_prior_prices_dma_at_the_kernels_block_size():
+    """The calls of a streaming loop scale as 256 / B: per byte, alpha / B + beta."""
+    fixed, block = AnalyticalPrior(len(COLUMNS)), AnalyticalPrior(len(COLUMNS), block_size=True)
+    fixed.configure(COLUMNS)
+    block.configure(COLUMNS)
+    features = {"wop:add": 1000.0, "wcall:mram_read": 4.0}
+    for unknown_or_assumed in (0.0, float(DMA_ASSUMED_BYTES)):
+        x = row(4, 16, 4096, **features, dma_bytes=unknown_or_assumed)
+        assert torch.allclose(block(x), fixed(x))
+    x = row(4, 16, 4096, **features, dma_bytes=2048.0)
+    dma = 4 * DMA_ASSUMED_BYTES / 2048 * (DMA_READ_ALPHA + DMA_BETA * 2048)
+    assert block(x)[0, 1].item() == pytest.approx(math.log1p(dma) + math.log(4096 / 4), rel=1e-5)
+    assert block(x)[0, 1] < fixed(x)[0, 1]  # larger blocks: fewer DMA setups per byte
+    with pytest.raises(ValueError, match="dma_bytes"):
+        block.configure(tuple(c for c in COLUMNS if c != "dma_bytes"))
+
+
 @pytest.fixture(scope="module")
 def extended(splits):
-    """A small model with both fixed input layers, trained a few epochs."""
+    """A small model with both fixed input layers (the prior at the kernel's block size), trained
+    a few epochs."""
     train_set, val_set, _ = splits
-    config = L2PConfig(depth=2, width=32, dropout=0.1, log_inputs=True, prior=True)
+    config = L2PConfig(depth=2, width=32, dropout=0.1, log_inputs=True, prior=True, block_prior=True)
     return train(config, train_set, val_set, epochs=5, seed=0, threads=1).model
 
 
@@ -105,4 +123,4 @@ def test_checkpoint_keeps_the_fixed_layers_and_old_configs_load(extended, splits
     np.testing.assert_array_equal(predict(loaded, splits[2].X).log_targets, predict(extended, splits[2].X).log_targets)
     old = L2PConfig.from_dict({"depth": 12, "width": 256, "dropout": 0.5, "residual": True,
                                "targets": ["runtime", "speedup"]})
-    assert not old.log_inputs and not old.prior
+    assert not old.log_inputs and not old.prior and not old.block_prior
