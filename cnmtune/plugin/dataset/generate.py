@@ -60,7 +60,7 @@ LEASE_SECONDS = 60.0
 #: The device of the runs from ``DatasetSpec.sampled_from`` DPUs on (cnmtune.runtime.sampled).
 SAMPLED = "sim-sampled"
 #: A kernel's runs are sampled only when a sampled run's kernel time is within this relative
-#: error of the full run's (``sampling_error``); the issue's bound for sampled simulation.
+#: error of the full run's (``sampling_error``): the bound issue 17 sets for sampled simulation.
 SAMPLING_TOLERANCE = 0.02
 LADDER = "ladder:"
 
