@@ -94,6 +94,10 @@ BASELINE_PIPELINE = "O0"
 SAMPLED_SUFFIX = "+sampled"
 
 
+#: The named parameters of ``_TRAINING_SQL`` besides the feature schema.
+_TRAINING_PARAMS = {"baseline": BASELINE_PIPELINE, "sampled": SAMPLED_SUFFIX}
+
+
 def sampled_config_hash(config_hash: str) -> str:
     """The store key of sampled runs under a simulator config: not the full runs its hash keys."""
     return config_hash + SAMPLED_SUFFIX
@@ -500,16 +504,17 @@ class Store:
         whose outputs cannot be checked) of a binary with a verified run elsewhere. The baseline
         is the fastest O0 run at 1 tasklet on the fewest DPUs recorded at 1 tasklet for the same
         kernel, size and simulator config (a sampled run's config hash without ``SAMPLED_SUFFIX``;
-        1 DPU where the grid has it, as in L2P); speedup is None without one. With ``schema_hash`` only samples that have features under it are
-        returned, features attached; without it ``features`` is None.
+        1 DPU where the grid has it, as in L2P); speedup is None without one. With ``schema_hash``
+        only samples that have features under it are returned, features attached; without it
+        ``features`` is None.
         """
         if schema_hash is None:
-            sql, params = _TRAINING_SQL.format(feat_cols="", feat_join=""), {"baseline": BASELINE_PIPELINE, "sampled": SAMPLED_SUFFIX}
+            sql, params = _TRAINING_SQL.format(feat_cols="", feat_join=""), _TRAINING_PARAMS
         else:
             sql = _TRAINING_SQL.format(
                 feat_cols=", f.data", feat_join="JOIN features f ON f.elf_hash = g.elf_hash"
                                                 " AND f.schema_hash = :schema")
-            params = {"baseline": BASELINE_PIPELINE, "sampled": SAMPLED_SUFFIX, "schema": schema_hash}
+            params = {**_TRAINING_PARAMS, "schema": schema_hash}
         out = []
         for row in self._conn.execute(sql, params):
             feats = json.loads(row[12]) if schema_hash is not None else None
@@ -539,7 +544,7 @@ class Store:
             run_status=dict(q("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status")),
             duplicate_binary_ratio=(1.0 - distinct / binaries) if binaries else 0.0,
             samples=q(f"SELECT COUNT(*) FROM ({_TRAINING_SQL.format(feat_cols='', feat_join='')})",
-                      {"baseline": BASELINE_PIPELINE, "sampled": SAMPLED_SUFFIX}).fetchone()[0],
+                      _TRAINING_PARAMS).fetchone()[0],
             **dict(zip(("generations", "generation_seconds", "generated_runs"), q(
                 "SELECT COUNT(*), COALESCE(SUM(seconds), 0), COALESCE(SUM(runs), 0)"
                 " FROM generations").fetchone())),

@@ -48,6 +48,7 @@ from cnmtune.runtime.grid import config_grid, size_ladder
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.target import SampledSimTarget
 from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET
 from cnmtune.runtime.workload import DefineValue, Workload
 from cnmtune.store import ClaimOwner, CompileRecord, RunRecord, Status, Store, defines_key, sampled_config_hash
@@ -58,7 +59,7 @@ __all__ = ["LEASE_SECONDS", "SAMPLED", "SAMPLING_TOLERANCE", "DatasetSpec", "Gen
 
 LEASE_SECONDS = 60.0
 #: The device of the runs from ``DatasetSpec.sampled_from`` DPUs on (cnmtune.runtime.sampled).
-SAMPLED = "sim-sampled"
+SAMPLED = SampledSimTarget.name
 #: A kernel's runs are sampled only when a sampled run's kernel time is within this relative
 #: error of the full run's (``sampling_error``): the bound issue 17 sets for sampled simulation.
 SAMPLING_TOLERANCE = 0.02
