@@ -223,37 +223,48 @@ def _projection(spec: DatasetSpec, per_kernel: list[dict], measured: list[dict],
             "wall_hours": (compile_h + simulate_h) / (workers * efficiency), "target_hours": TARGET_HOURS}
 
 
+def _table(title: str, columns: tuple[str, ...]) -> Table:
+    """A table whose first column (the kernel) is left-aligned and never wrapped."""
+    table = Table(title=title)
+    for k, column in enumerate(columns):
+        table.add_column(column, justify="left" if k == 0 else "right", no_wrap=k == 0)
+    return table
+
+
 def _print(console: Console, result: dict) -> None:
     if result["measured"]:
-        table = Table(title="dataset generation, measured")
-        for column in ("kernel", "samples", "simulations", "wall s", "samples/s", "simulations/s",
-                       "saved by dedup", "parallel eff.", "failures"):
-            table.add_column(column, justify="left" if column in ("kernel", "failures") else "right")
+        table = _table("dataset generation, measured",
+                       ("kernel", "samples", "sims", "wall s", "samples/s", "sims/s", "dedup", "eff."))
         for m in result["measured"]:
             table.add_row(m["kernel"], str(m["samples"]), str(m["simulations"]), f"{m['wall_seconds']:.0f}",
-                          f"{m['samples_per_second']:.2f}", f"{m['simulations_per_second']:.2f}",
-                          f"{100 * m['dedup_fraction']:.1f} %", f"{100 * m['parallel_efficiency']:.0f} %",
-                          ", ".join(f"{k}: {v}" for k, v in m["failures"].items()) or "-")
+                          f"{m['samples_per_second']:.1f}", f"{m['simulations_per_second']:.1f}",
+                          f"{100 * m['dedup_fraction']:.0f}%", f"{100 * m['parallel_efficiency']:.0f}%")
         console.print(table)
+        for m in result["measured"]:
+            if m["failures"]:
+                console.print(f"[yellow]{m['kernel']}: failures "
+                              f"{', '.join(f'{k}: {v}' for k, v in m['failures'].items())}[/]")
     projection = result["projection"]
     if not projection:
         return
     spec = projection["spec"]
-    table = Table(title=f"projection of reference dataset v2: {len(projection['kernels'])} kernels x "
-                        f"{projection['pipelines']} pipelines, sizes {','.join(spec['sizes'])}, DPUs "
-                        f"{','.join(map(str, spec['dpus']))} (sampled from {spec['sampled_from']}), tasklets "
-                        f"{','.join(map(str, spec['tasklets']))}, on {projection['workers']} cores")
-    for column in ("kernel", "defines", "samples", "points", "sampling error", "compile ms", "usable", "dedup",
-                   "costliest point s", "compile core-h", "simulate core-h"):
-        table.add_column(column, justify="left" if column == "kernel" else "right")
+    console.print(f"projection of reference dataset v2: {len(projection['kernels'])} kernels x "
+                  f"{projection['pipelines']} pipelines, sizes {','.join(spec['sizes'])}, DPUs "
+                  f"{','.join(map(str, spec['dpus']))} (sampled from {spec['sampled_from']}), tasklets "
+                  f"{','.join(map(str, spec['tasklets']))}, on {projection['workers']} cores")
+    plan = _table("what each kernel asks (sampling error: sampled vs full run)",
+                  ("kernel", "defines", "samples", "points", "sampling error", "usable", "dedup"))
+    cost = _table("what it costs (costliest point: DPUs x size)",
+                  ("kernel", "compile ms", "costliest s", "at", "compile h", "simulate h"))
     for k in projection["kernels"]:
-        costliest = max(k["point_seconds"].items(), key=lambda kv: kv[1], default=("-", 0.0))
+        at, seconds = max(k["point_seconds"].items(), key=lambda kv: kv[1], default=("-", 0.0))
         error = "-" if k["sampling_error"] is None else f"{100 * k['sampling_error']:.2f} %"
-        table.add_row(k["kernel"], str(k["define_settings"]), f"{k['samples']:,}", str(k["points"]), error,
-                      f"{1000 * k['compile_seconds']:.1f}", f"{100 * k['usable']:.0f} %",
-                      f"{100 * k['dedup_fraction']:.1f} %", f"{costliest[1]:.2f} ({costliest[0]})",
-                      f"{k['compile_core_hours']:.2f}", f"{k['simulate_core_hours']:.2f}")
-    console.print(table)
+        plan.add_row(k["kernel"], str(k["define_settings"]), f"{k['samples']:,}", str(k["points"]), error,
+                     f"{100 * k['usable']:.0f} %", f"{100 * k['dedup_fraction']:.1f} %")
+        cost.add_row(k["kernel"], f"{1000 * k['compile_seconds']:.0f}", f"{seconds:.2f}", at,
+                     f"{k['compile_core_hours']:.2f}", f"{k['simulate_core_hours']:.2f}")
+    console.print(plan)
+    console.print(cost)
     for k in projection["kernels"]:
         if k["unpriced_points"]:
             console.print(f"[yellow]{k['kernel']}: no simulation priced points {k['unpriced_points']} (counted as 0)[/]")

@@ -291,7 +291,7 @@ def _from_store(store: Store, schema: FeatureSchema) -> SampleSet:
     kept = [r for r in rows if r.speedup is not None]
     if not kept:
         raise CnmtuneError(f"{store.path}: none of {len(rows)} sample(s) has a speedup baseline "
-                           "(an O0 run on 1 DPU with 1 tasklet of the same kernel and size)")
+                           "(an O0 run with 1 tasklet, on the fewest DPUs, of the same kernel and size)")
     labels = [f"{r.kernel}[{r.pipeline}, {r.dpus} DPUs, {r.tasklets} tasklets, size {r.size}]" for r in kept]
     X = input_matrix([r.features for r in kept], [r.dpus for r in kept], [r.tasklets for r in kept],
                      [r.size for r in kept], schema, labels)

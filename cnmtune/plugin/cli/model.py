@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich import box
 from rich.table import Table
 
 from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
@@ -31,16 +32,16 @@ def _onnx_path(path: Path) -> Path:
 
 
 def _metrics_table(title: str, report: dict[str, dict[str, float]], k: int, key: str = "kernel") -> Table:
-    table = Table(title=title)
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0))  # nine columns fit 80
     columns = (("samples", "samples", "{:.0f}"), ("runtime_mape", "runtime MAPE %", "{:.2f}"),
                ("runtime_r2", "runtime R² (log)", "{:.3f}"), ("runtime_rmse_log", "RMSE (log)", "{:.3f}"),
                ("speedup_mape", "speedup MAPE %", "{:.2f}"),
                ("tau", "Kendall τ", "{:.3f}"), (f"top{k}_recall", f"top-{k} recall", "{:.2f}"),
                (f"top{k}_regret", f"top-{k} regret %", "{:.2f}"))
     shown = [c for c in columns if any(c[0] in row for row in report.values())]
-    table.add_column(key)
+    table.add_column(key, no_wrap=True)  # kernel@size whole; the figures fold rather than end in "…"
     for _, label, _ in shown:
-        table.add_column(label, justify="right")
+        table.add_column(label, justify="right", overflow="fold", min_width=7)
     for kernel, row in report.items():
         if kernel == "all" and table.row_count:
             table.add_section()
