@@ -92,10 +92,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 BASELINE_PIPELINE = "O0"
 #: Appended to a simulator config hash to key runs that simulated only some DPUs (sim-sampled).
 SAMPLED_SUFFIX = "+sampled"
-
-
-#: The named parameters of ``_TRAINING_SQL`` besides the feature schema.
-_TRAINING_PARAMS = {"baseline": BASELINE_PIPELINE, "sampled": SAMPLED_SUFFIX}
+_TRAINING_PARAMS = {"baseline": BASELINE_PIPELINE, "sampled": SAMPLED_SUFFIX}  # _TRAINING_SQL's, but :schema
 
 
 def sampled_config_hash(config_hash: str) -> str:
@@ -500,13 +497,11 @@ class Store:
     def training_view(self, schema_hash: str | None = None) -> list[TrainingRow]:
         """Valid compiles x verified runs, with speedup over the (fewest DPUs, 1 tasklet, O0) baseline.
 
-        A run counts when it is verified, or when it is a sampled run (device ``sim-sampled``,
-        whose outputs cannot be checked) of a binary with a verified run elsewhere. The baseline
-        is the fastest O0 run at 1 tasklet on the fewest DPUs recorded at 1 tasklet for the same
-        kernel, size and simulator config (a sampled run's config hash without ``SAMPLED_SUFFIX``;
-        1 DPU where the grid has it, as in L2P); speedup is None without one. With ``schema_hash``
-        only samples that have features under it are returned, features attached; without it
-        ``features`` is None.
+        A run counts when verified, or when it is a sampled run (``sim-sampled``: outputs not
+        checkable) of a binary verified elsewhere. The baseline is the fastest O0 run at 1 tasklet
+        on the fewest DPUs that have one, same kernel, size and simulator config (a sampled run's
+        hash without ``SAMPLED_SUFFIX``; 1 DPU where the grid has it, as in L2P); speedup is None
+        without one. With ``schema_hash`` only samples with features under it, attached to them.
         """
         if schema_hash is None:
             sql, params = _TRAINING_SQL.format(feat_cols="", feat_join=""), _TRAINING_PARAMS
