@@ -25,6 +25,7 @@ from cnmtune.runtime.upmem.protocol import OK, Op, ProtocolError, Reader, Writer
 from cnmtune.runtime.upmem.sdk import HOW_TO, UpmemSdk
 
 HARNESS_SOURCE = Path(__file__).with_name("host_harness.c")
+WIRE_HEADER = HARNESS_SOURCE.with_name("wire.h")  # included by the harness: part of its cache key
 
 
 def _compiler() -> str:
@@ -52,7 +53,7 @@ def build_harness(sdk: UpmemSdk, cache: BuildCache | None = None) -> tuple[Path,
     lib_dirs = [flag[2:] for flag in flags if flag.startswith("-L") and len(flag) > 2]
     cc = _compiler()
     source = HARNESS_SOURCE.read_bytes()
-    key = content_key("host-harness-1", source, cc, *flags)
+    key = content_key("host-harness-1", source, WIRE_HEADER.read_bytes(), cc, *flags)
     target = cache.path("upmem-harness", key, "")
     if not target.is_file():
         with tempfile.TemporaryDirectory(prefix="cnmtune-harness-") as tmp:

@@ -14,6 +14,8 @@
 
 #include <dpu.h>
 
+#include "wire.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,91 +34,6 @@ static struct dpu_set_t dpu_set;
 static struct dpu_set_t *dpus;
 static uint32_t nr_dpus;
 static int allocated;
-
-/* ------------------------------------------------------------------ request fields */
-
-struct cursor {
-    const uint8_t *p;
-    size_t left;
-    int bad;
-};
-
-static const uint8_t *take(struct cursor *c, size_t n)
-{
-    if (c->bad || n > c->left) {
-        c->bad = 1;
-        return NULL;
-    }
-    const uint8_t *at = c->p;
-    c->p += n;
-    c->left -= n;
-    return at;
-}
-
-static uint32_t get_u32(struct cursor *c)
-{
-    const uint8_t *b = take(c, 4);
-    return b ? (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24 : 0;
-}
-
-static const uint8_t *get_blob(struct cursor *c, uint32_t *len)
-{
-    *len = get_u32(c);
-    return take(c, *len);
-}
-
-/* A NUL-terminated copy of a str field (symbol names, paths, profiles); free() it. */
-static char *get_text(struct cursor *c)
-{
-    uint32_t len;
-    const uint8_t *b = get_blob(c, &len);
-    char *text = malloc((size_t)len + 1);
-    if (!text) {
-        c->bad = 1;
-        return NULL;
-    }
-    if (b)
-        memcpy(text, b, len);
-    text[b ? len : 0] = '\0';
-    return text;
-}
-
-/* ------------------------------------------------------------------ responses */
-
-struct out {
-    uint8_t *buf;
-    size_t len, cap;
-};
-
-static void put(struct out *o, const void *data, size_t n)
-{
-    if (o->len + n > o->cap) {
-        size_t cap = o->cap ? o->cap : 64;
-        while (cap < o->len + n)
-            cap *= 2;
-        uint8_t *grown = realloc(o->buf, cap);
-        if (!grown) {
-            fprintf(stderr, "cnmtune harness: out of memory (%zu bytes)\n", cap);
-            exit(3);
-        }
-        o->buf = grown;
-        o->cap = cap;
-    }
-    memcpy(o->buf + o->len, data, n);
-    o->len += n;
-}
-
-static void put_u32(struct out *o, uint32_t v)
-{
-    uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
-    put(o, b, 4);
-}
-
-static void put_u64(struct out *o, uint64_t v)
-{
-    put_u32(o, (uint32_t)v);
-    put_u32(o, (uint32_t)(v >> 32));
-}
 
 static void send_frame(uint8_t status, const struct out *body)
 {
