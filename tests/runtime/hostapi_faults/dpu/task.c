@@ -1,0 +1,27 @@
+/* DPU side of the misuse tests: adds `increment` to each word of a WRAM array, or, when the host
+ * sets `fault`, has tasklet 1 start a DMA of 12 bytes (not a multiple of 8: a DMA fault, found at
+ * run time since the size depends on `fault`). */
+#include <defs.h>
+#include <mram.h>
+#include <stdint.h>
+
+__host uint32_t increment;
+__host uint32_t fault;
+__host uint32_t words[8];
+
+static uint64_t staging[2];
+
+__attribute__((noinline)) static void read_twelve_bytes(uint32_t size)
+{
+    mram_read((__mram_ptr void const *)DPU_MRAM_HEAP_POINTER, staging, size);
+}
+
+int main(void)
+{
+    if (fault && me() == 1)
+        read_twelve_bytes(4 + 8 * fault);
+    if (me() == 0)
+        for (int i = 0; i < 8; i++)
+            words[i] += increment;
+    return 0;
+}

@@ -1,0 +1,126 @@
+"""The SDK's host API on the simulator: a C host program built with its own Makefile, run for real.
+
+tests/runtime/hostapi_faults is a small application in PrIM's layout that misuses the API on
+purpose (argv[1] picks how); each misuse must come back as the SDK's status code and one
+DPU_ASSERT line naming the cause.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cnmtune.plugin.app import AppProject
+from cnmtune.runtime.hostapi import host_environment
+from cnmtune.runtime.hostapi.protocol import DpuStatus
+from cnmtune.runtime.hostapi.server import HostApiError, parse_profile
+
+FAULTS_APP = Path(__file__).with_name("hostapi_faults")
+
+
+@pytest.fixture(scope="module")
+def faults_app(tmp_path_factory) -> AppProject:
+    root = tmp_path_factory.mktemp("faults") / "app"
+    shutil.copytree(FAULTS_APP, root, ignore=shutil.ignore_patterns("bin"))
+    project = AppProject(root)
+    project.build({"NR_DPUS": "2", "NR_TASKLETS": "4"})
+    return project
+
+
+def test_a_correct_run_returns_results_and_reports_one_set(faults_app):
+    run = faults_app.run(["ok"])
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["status 0", "DPU 0: 1 1", "DPU 1: 1 1"]
+    (times,) = run.sets
+    assert (times.nr_dpus, times.simulated_dpus, times.launches) == (2, 2, 1)
+    assert times.kernel_s > 0 and times.host_to_dpu_s > 0 and times.dpu_to_host_s > 0
+    assert "cnmtune: 2 DPU(s), simulator config calibrated, program dpu_code" in run.stderr
+
+
+@pytest.mark.parametrize("mode, status, cause", [
+    ("unknown-symbol", DpuStatus.UNKNOWN_SYMBOL, r"symbol 'no_such_symbol' is not defined by dpu_code"),
+    ("oversize", DpuStatus.INVALID_SYMBOL_ACCESS, r"64 B at offset 0 of 'fault' \(4 B in dpu_code\)"),
+    ("fault", DpuStatus.DPU_FAULT,
+     r"DPU 0, tasklet 1: mram_read: size 12 B \(must be a multiple of 8 in 8\.\.2048\) at pc 0x[0-9a-f]+ in mram_read called from \w+ \(ra 0x[0-9a-f]+\)"),
+])
+def test_misuse_gets_the_sdk_status_and_one_line(faults_app, mode, status, cause):
+    run = faults_app.run([mode])
+    assert run.returncode == 1  # DPU_ASSERT's exit(EXIT_FAILURE)
+    assert run.stdout.splitlines() == [f"status {int(status)}"]
+    errors = [line for line in run.stderr.splitlines() if "DPU Error" in line]
+    assert len(errors) == 1
+    assert re.fullmatch(rf"host/app\.c:\d+\(main\): DPU Error \(DPU_ERR_{status.name}: {cause}\)", errors[0]), errors[0]
+
+
+def test_the_host_clock_reads_simulated_time_inside_dpu_calls(faults_app, tmp_path):
+    """A host that times dpu_launch (synchronous, or asynchronous + dpu_sync) with gettimeofday sees the
+    simulated kernel time (+ its own real work)."""
+    source = tmp_path / "clock.c"
+    source.write_text("""
+#include <dpu.h>
+#include <stdio.h>
+#include <sys/time.h>
+int main(void) {
+    struct dpu_set_t set;
+    struct timeval start, stop;
+    uint32_t one = 1;
+    DPU_ASSERT(dpu_alloc(2, "backend=simulator", &set));
+    DPU_ASSERT(dpu_load(set, "bin/dpu_code", NULL));
+    DPU_ASSERT(dpu_broadcast_to(set, "increment", 0, &one, sizeof one, DPU_XFER_DEFAULT));
+    gettimeofday(&start, NULL);
+    DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
+    gettimeofday(&stop, NULL);
+    printf("%ld ", (long)((stop.tv_sec - start.tv_sec) * 1000000 + stop.tv_usec - start.tv_usec));
+    gettimeofday(&start, NULL);
+    DPU_ASSERT(dpu_launch(set, DPU_ASYNCHRONOUS)); /* the host waits in dpu_sync */
+    DPU_ASSERT(dpu_sync(set));
+    gettimeofday(&stop, NULL);
+    printf("%ld\\n", (long)((stop.tv_sec - start.tv_sec) * 1000000 + stop.tv_usec - start.tv_usec));
+    DPU_ASSERT(dpu_free(set));
+    return 0;
+}
+""")
+    _, env = host_environment()
+    flags = subprocess.run(["dpu-pkg-config", "--cflags", "--libs", "dpu"], env=env, capture_output=True,
+                           text=True, check=True).stdout.split()
+    program = tmp_path / "clock"
+    subprocess.run([os.environ.get("CC", "cc"), "-std=c11", "-o", str(program), str(source), *flags], check=True)
+    for clock, env_extra in (("simulated", {"CNMTUNE_HOST_CLOCK": "simulated"}), ("wall", {})):
+        report = tmp_path / f"{clock}.json"
+        done = subprocess.run([str(program)], cwd=faults_app.root, env=env | env_extra | {"CNMTUNE_REPORT": str(report)},
+                              capture_output=True, text=True, check=True)
+        launches = json.loads(report.read_text())["sets"][0]["launches"]
+        for measured_us, launch in zip(map(int, done.stdout.split()), launches, strict=True):
+            kernel_us = launch["kernel_s"] * 1e6
+            if clock == "simulated":
+                assert kernel_us <= measured_us <= kernel_us + 1000, (measured_us, kernel_us)
+            else:  # a round trip to the simulator and the simulation take longer in wall time than the DPUs
+                assert measured_us > 2 * kernel_us, (measured_us, kernel_us)
+
+
+def test_profiles_are_parsed_as_the_sdk_writes_them():
+    assert parse_profile("backend=simulator, nrDpusPerCI=8") == {"backend": "simulator", "nrDpusPerCI": "8"}
+    assert parse_profile("") == {}
+    for bad in ("backend", "backend=cas"):
+        with pytest.raises(HostApiError) as caught:
+            parse_profile(bad)
+        assert caught.value.status is DpuStatus.INVALID_PROFILE
+
+
+def test_a_large_allocation_runs_on_the_sampled_device(tmp_path):
+    """More DPUs than CNMTUNE_SIMULATED_DPUS: the first and last execute, the others read back zeros."""
+    root = tmp_path / "app"
+    shutil.copytree(FAULTS_APP, root, ignore=shutil.ignore_patterns("bin"))
+    project = AppProject(root)
+    project.build({"NR_DPUS": "3", "NR_TASKLETS": "4"})
+    run = project.run(["ok"], env={"CNMTUNE_SIMULATED_DPUS": "2"})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["status 0", "DPU 0: 1 1", "DPU 1: 0 0", "DPU 2: 1 1"]
+    assert (run.sets[0].nr_dpus, run.sets[0].simulated_dpus) == (3, 2)
+    assert "DPUs 0 and 2 execute, the others' outputs read as zeros" in run.stderr
