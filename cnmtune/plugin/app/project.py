@@ -1,0 +1,142 @@
+"""An unmodified UPMEM application in PrIM's layout: built by its own Makefile, run on the simulator.
+
+The layout: a Makefile (with NR_DPUS / NR_TASKLETS / BL-style variables) that builds a host
+program with `$(CC) ... $(dpu-pkg-config --cflags --libs dpu)` and the DPU program with
+`dpu-upmem-dpurte-clang`, into bin/host_code and bin/dpu_code by default. `build` runs that
+Makefile with cnmtune's host library and shims first on PATH (runtime.hostapi.build); `run`
+starts the host program in the directory with a report file and, by default, the host clock
+on simulated time, and returns what it printed with the simulated times of its DPU sets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cnmtune.errors import CnmtuneError
+from cnmtune.runtime.hostapi import host_environment
+
+HOST_BINARY = "bin/host_code"
+DPU_BINARY = "bin/dpu_code"
+
+
+class AppError(CnmtuneError):
+    """An application that cannot be built or run (the message names the step and the cause)."""
+
+
+@dataclass(frozen=True)
+class SetTimes:
+    """Simulated seconds of one DPU set of a run (totals of report.SetReport)."""
+
+    nr_dpus: int
+    simulated_dpus: int
+    launches: int
+    kernel_s: float
+    host_to_dpu_s: float
+    dpu_to_host_s: float
+    kernel_per_launch_s: tuple[float, ...]
+    host_to_dpu_bytes: int = 0
+
+    @classmethod
+    def from_report(cls, entry: Mapping) -> "SetTimes":
+        """One entry of the report file's "sets"."""
+        totals = entry["totals"]
+        return cls(entry["nr_dpus"], entry["simulated_dpus"], len(entry["launches"]), totals["kernel_s"],
+                   totals["host_to_dpu_s"], totals["dpu_to_host_s"],
+                   tuple(launch["kernel_s"] for launch in entry["launches"]), totals["host_to_dpu_bytes"])
+
+
+@dataclass
+class AppRun:
+    """One run of an application's host program."""
+
+    command: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    sets: list[SetTimes] = field(default_factory=list)
+
+    @property
+    def kernel_s(self) -> float:
+        """Simulated DPU kernel seconds of every launch of every set."""
+        return sum(s.kernel_s for s in self.sets)
+
+    def to_dict(self) -> dict:
+        """The JSON form (what `cnmtune app run --json` prints)."""
+        return {"command": self.command, "returncode": self.returncode, "wall_s": self.wall_s,
+                "kernel_s": self.kernel_s, "sets": [vars(s) | {"kernel_per_launch_s": list(s.kernel_per_launch_s)}
+                                                    for s in self.sets]}
+
+
+def make_variables(dpus: int | None, tasklets: int | None, extra: Sequence[str]) -> dict[str, str]:
+    """NR_DPUS / NR_TASKLETS and NAME=VALUE items as make variables."""
+    variables: dict[str, str] = {}
+    if dpus is not None:
+        variables["NR_DPUS"] = str(dpus)
+    if tasklets is not None:
+        variables["NR_TASKLETS"] = str(tasklets)
+    for item in extra:
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip().isidentifier():
+            raise AppError(f"make variable {item!r}: expected NAME=VALUE")
+        variables[name.strip()] = value
+    return variables
+
+
+class AppProject:
+    """An application directory (see the module docstring)."""
+
+    def __init__(self, root: str | os.PathLike, host_binary: str = HOST_BINARY):
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise AppError(f"{root} is not a directory")
+        if not any((self.root / name).is_file() for name in ("Makefile", "makefile", "GNUmakefile")):
+            raise AppError(f"{root} has no Makefile: an application in PrIM's layout is built by its Makefile")
+        self.host_binary = self.root / host_binary
+
+    def build(self, variables: Mapping[str, str], jobs: int = 1) -> str:
+        """Run the Makefile with `variables` (make's own rebuild rules apply); its output."""
+        make = shutil.which("make")
+        if make is None:
+            raise AppError("cannot build: `make` is not on PATH")
+        _, env = host_environment()
+        args = [make, "-C", str(self.root), f"-j{jobs}", *(f"{k}={v}" for k, v in variables.items())]
+        done = subprocess.run(args, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+            raise AppError(f"`make` failed in {self.root} (exit {done.returncode}):\n{tail}")
+        if not self.host_binary.is_file():
+            raise AppError(f"the Makefile did not build {self.host_binary.relative_to(self.root)} "
+                           "(give the host program's path with --host-binary)")
+        return done.stdout + done.stderr
+
+    def run(self, args: Sequence[str], simulated_clock: bool = True, env: Mapping[str, str] | None = None,
+            timeout_s: float | None = None) -> AppRun:
+        """Run the built host program with `args` in the project directory."""
+        if not self.host_binary.is_file():
+            raise AppError(f"{self.host_binary} does not exist: build the application first (cnmtune app build)")
+        _, run_env = host_environment()
+        run_env.update(env or {})
+        if simulated_clock:
+            run_env["CNMTUNE_HOST_CLOCK"] = "simulated"
+        command = [str(self.host_binary), *args]
+        with tempfile.TemporaryDirectory(prefix="cnmtune-app-") as tmp:
+            report = Path(tmp) / "report.json"
+            run_env["CNMTUNE_REPORT"] = str(report)
+            start = time.perf_counter()
+            try:
+                done = subprocess.run(command, cwd=self.root, env=run_env, capture_output=True, text=True,
+                                      timeout=timeout_s)
+            except subprocess.TimeoutExpired as exc:
+                raise AppError(f"{' '.join(command)} did not finish within {timeout_s:.0f} s") from exc
+            wall = time.perf_counter() - start
+            sets = json.loads(report.read_text())["sets"] if report.is_file() else []
+        return AppRun(command, done.returncode, done.stdout, done.stderr, wall, [SetTimes.from_report(s) for s in sets])

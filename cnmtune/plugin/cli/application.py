@@ -1,0 +1,135 @@
+"""`cnmtune app build|run`: unmodified UPMEM applications on the embedded simulator."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from cnmtune.plugin.app import AppProject, AppRun, make_variables
+from cnmtune.plugin.app.project import HOST_BINARY
+from cnmtune.runtime.hostapi import host_environment
+from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note
+
+application_app = typer.Typer(
+    help="Build and run unmodified UPMEM applications (a C host on the SDK's dpu.h, DPU C, a Makefile in "
+         "PrIM's layout) on cnmtune's simulator.",
+    no_args_is_help=True,
+)
+
+DIRECTORY = typer.Argument(..., help="the application's directory (its Makefile builds bin/host_code and bin/dpu_code)")
+DPUS = typer.Option(None, "--dpus", "-d", help="make variable NR_DPUS")
+TASKLETS = typer.Option(None, "--tasklets", "-t", help="make variable NR_TASKLETS")
+VARIABLES = typer.Option([], "--var", "-V", help="another make variable NAME=VALUE (e.g. BL=10), repeatable")
+HOST = typer.Option(HOST_BINARY, "--host-binary", help="the host program the Makefile builds, relative to DIRECTORY")
+
+
+@application_app.command("build")
+def build_command(directory: Path = DIRECTORY, dpus: Optional[int] = DPUS, tasklets: Optional[int] = TASKLETS,
+                  var: list[str] = VARIABLES, host_binary: str = HOST) -> None:
+    """Build with the application's own Makefile: host against cnmtune's dpu.h, DPU code with cnmtune-cc."""
+    project = AppProject(directory, host_binary)
+    output = project.build(make_variables(dpus, tasklets, var))
+    if output.strip():
+        console.print(output.rstrip(), highlight=False, markup=False)
+    note(f"built {project.host_binary}")
+
+
+@application_app.command("env")
+def env_command() -> None:
+    """Print shell exports that put cnmtune's dpu-pkg-config and DPU compiler first on PATH (for eval)."""
+    _, env = host_environment()
+    for name in ("PATH", "CNMTUNE_PYTHON"):
+        print(f"export {name}={shlex.quote(env[name])}")
+
+
+@application_app.command("run")
+def run_command(directory: Path = DIRECTORY,
+                args: Optional[list[str]] = typer.Argument(None, help="the host program's arguments, after --"),
+                dpus: Optional[int] = DPUS, tasklets: Optional[int] = TASKLETS, var: list[str] = VARIABLES,
+                host_binary: str = HOST,
+                clock: str = typer.Option("simulated", "--clock",
+                                          help="what the host's clock reads during DPU calls: simulated or wall"),
+                build: bool = typer.Option(True, "--build/--no-build", help="run make first (incremental)"),
+                as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of the table")) -> None:
+    """Build, run the host program on the simulator, print its output and the simulated times."""
+    if clock not in ("simulated", "wall"):
+        raise typer.BadParameter(f"expected simulated or wall, got {clock!r}", param_hint="--clock")
+    project = AppProject(directory, host_binary)
+    if build:
+        project.build(make_variables(dpus, tasklets, var))
+    run = project.run(args or [], simulated_clock=clock == "simulated")
+    if as_json:
+        emit_json(run.to_dict() | {"stdout": run.stdout, "stderr": run.stderr})
+    else:
+        sys.stdout.write(run.stdout)
+        sys.stdout.flush()
+        sys.stderr.write(run.stderr)
+        sys.stderr.flush()
+        console.print(_times_table(run, project))
+    if run.returncode != 0:
+        raise typer.Exit(run.returncode)
+
+
+def _times_table(run: AppRun, project: AppProject) -> Table:
+    name = project.host_binary.relative_to(project.root)
+    table = Table(title=f"{name} {' '.join(run.command[1:])}: exit {run.returncode}, {run.wall_s:.2f} s wall; "
+                        "simulated times")
+    for column in ("set", "DPUs", "launches", "DPU kernel (ms)", "CPU-DPU (ms)", "DPU-CPU (ms)"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for number, times in enumerate(run.sets, 1):
+        dpus = f"{times.nr_dpus}" + ("" if times.simulated_dpus == times.nr_dpus else f" ({times.simulated_dpus} sim.)")
+        table.add_row(str(number), dpus, str(times.launches), milliseconds(times.kernel_s),
+                      milliseconds(times.host_to_dpu_s), milliseconds(times.dpu_to_host_s))
+    return table
+
+
+def tune_app_command(directory: Path, run: str, variables: list[str], dpus: Optional[str], pipelines: int, seed: int,
+                     knobs: bool, top_k: int, model: Optional[Path], save: bool, as_json: bool) -> None:
+    """`cnmtune tune --app DIR --run ARGS`: see cnmtune.plugin.app.tune."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from cnmtune.passes.enumerate import knob_pipelines, pipeline_set
+    from cnmtune.plugin.app.tune import tune_app
+    from cnmtune.plugin.cli.output import err_console
+
+    texts = [p.text for p in pipeline_set(pipelines, seed)]
+    texts += [p.text for p in knob_pipelines() if p.text not in texts] if knobs else []
+    nr_dpus = int(dpus) if dpus and dpus.isdigit() else None
+    if dpus and nr_dpus is None:
+        raise typer.BadParameter(f"with --app, one DPU count (NR_DPUS), got {dpus!r}", param_hint="--dpus")
+    project = AppProject(directory)
+    with Progress(TextColumn("{task.description:8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        report = tune_app(project, shlex.split(run), make_variables(nr_dpus, None, variables), texts, top_k=top_k,
+                          model=str(model) if model else None, save=save, progress=progress)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    distinct = sum(not c.same_as and not c.error for c in report.candidates)
+    table = Table(title=f"{report.app} {run}: {report.nr_dpus} DPU(s), {report.tasklets} tasklets; "
+                        f"{len(report.candidates)} pipelines, {distinct} distinct DPU programs, the {top_k} best "
+                        "predicted run")
+    for column in ("pipeline", "predicted (ms)", "measured (ms)", "vs default"):
+        table.add_column(column, justify="left" if column == "pipeline" else "right", overflow="fold")
+    for c in sorted((c for c in report.candidates if c.measured_s is not None or c.error and c.predicted_s),
+                    key=lambda c: (c.measured_s is None, c.measured_s or 0)):
+        table.add_row(c.pipeline, milliseconds(c.predicted_s), milliseconds(c.measured_s) if c.measured_s else c.error,
+                      f"{report.default_s / c.measured_s:.2f}x" if c.measured_s else "-")
+    console.print(table)
+    chosen = report.chosen.pipeline if report.chosen else "the default build (nothing measured faster)"
+    console.print(f"default build {milliseconds(report.default_s)} ms; chosen: {chosen}, {report.speedup:.2f}x; "
+                  f"rebuilt: {milliseconds(report.final_s)} ms", highlight=False, markup=False)
+    if report.recorded:
+        note(f"recorded in the tuning cache for {', '.join(report.recorded)}: `make` with cnmtune-cc builds it")

@@ -1,0 +1,30 @@
+/* RED example: definitions shared by the host program (host/app.c) and the DPU kernel (dpu/task.c). */
+#ifndef RED_COMMON_H
+#define RED_COMMON_H
+
+#include <stdint.h>
+
+#ifndef BL
+#define BL 10 /* log2 of the WRAM block a tasklet moves per DMA, in bytes */
+#endif
+#define BLOCK_BYTES (1u << BL)
+
+/* element type: -DINT32 for int32_t, int64_t otherwise (-DINT64, the default); sums are 64-bit */
+#ifdef INT32
+typedef int32_t elem_t;
+#define ELEM_NAME "int32"
+#else
+typedef int64_t elem_t;
+#define ELEM_NAME "int64"
+#endif
+
+/* Kernel arguments, written by the host into each DPU's WRAM variable DPU_INPUT_ARGUMENTS.
+ * The DPU's elements start at the MRAM heap; it writes their sum to DPU_RESULT. */
+typedef struct {
+    uint32_t nr_elems; /* elements of this DPU (0 for an idle DPU) */
+    uint32_t reserved; /* keeps the size a multiple of 8 */
+} red_args_t;
+
+_Static_assert(sizeof(red_args_t) == 8, "host and DPU must agree on the argument layout");
+
+#endif
