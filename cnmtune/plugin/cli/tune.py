@@ -23,7 +23,7 @@ from cnmtune.store import Store
 
 
 def tune_command(
-    kernel: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
+    kernel: Optional[str] = typer.Argument(None, help="kernel name (see `cnmtune kernels`) or directory"),
     size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),
     pipelines: int = typer.Option(200, "--pipelines", help="pipelines: O0..O3 + seeded random sequences"),
     knobs: bool = typer.Option(True, "--knobs/--no-knobs", help="also O2 and O3 with LLVM's unroll knobs (counts 1..16, runtime unrolling)"),
@@ -64,6 +64,10 @@ def tune_command(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     save: bool = typer.Option(True, "--save/--no-save",
                               help="record the choice in the tuning cache, for cnmtune-cc"),
+    app: Optional[Path] = typer.Option(None, "--app", help="tune the DPU program of this UPMEM application "
+                                                           "(PrIM layout, see `cnmtune app`) instead of a kernel"),
+    run: str = typer.Option("", "--run", help="with --app: the host program's arguments for every measurement"),
+    var: list[str] = typer.Option([], "--var", "-V", help="with --app: a make variable NAME=VALUE, repeatable"),
 ) -> None:
     """Tune a kernel: compile pipelines x configs, score all with the cost model, then rounds of an
     evolutionary search that run the model's picks and the best run's neighbours and fine-tune the
@@ -75,6 +79,13 @@ def tune_command(
             raise CnmtuneError(f"{option} must be >= {least}, got {value}")
     if not 0 <= exploration <= 1:
         raise CnmtuneError(f"--exploration must be between 0 and 1, got {exploration}")
+    if app is not None:
+        from cnmtune.plugin.cli.application import tune_app_command
+
+        tune_app_command(app, run, var, dpus, pipelines, seed, knobs, top_k, model, save, as_json)
+        return
+    if kernel is None:
+        raise CnmtuneError("give a kernel to tune (see `cnmtune kernels`), or an application with --app DIR")
     found = find_kernel(kernel)
     spec = TuneSpec(kernel=kernel, size=kernel_size(found, size), pipelines=pipelines, seed=seed,
                     dpus=int_list(dpus, "dpus") if dpus else None, tasklets=int_list(tasklets, "tasklets"),

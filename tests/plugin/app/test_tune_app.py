@@ -1,0 +1,45 @@
+"""`cnmtune tune --app`: the DPU program of an unmodified application tuned by running the application."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from cnmtune.plugin.app import AppProject
+from cnmtune.plugin.app.tune import dpu_build_lines, tune_app
+from cnmtune.plugin.cli import app as cli
+from cnmtune.plugin.tune.cache import TuningCache
+
+PIPELINES = ["O0", "O2", "O3", "O2,unroll-count=4", "O2,unroll-count=8"]
+
+
+def test_tuning_an_application_measures_records_and_rebuilds_the_winner(example):
+    project = AppProject(example("va"))
+    variables = {"NR_DPUS": "2", "NR_TASKLETS": "16"}
+    (line,) = dpu_build_lines(project, variables)
+    assert line[0].endswith("dpu-upmem-dpurte-clang") and "dpu/task.c" in line and "-DNR_TASKLETS=16" in line
+    report = tune_app(project, ["-i", "8192"], variables, PIPELINES, top_k=3)
+    by_pipeline = {c.pipeline: c for c in report.candidates}
+    assert by_pipeline["O3"].same_as == "O2"  # one binary, scored and run once
+    measured = [c for c in report.candidates if c.measured_s is not None]
+    assert len(measured) == 3 and all(c.predicted_s > 0 for c in measured)
+    # the knobs unroll va's loop: a real win over the Makefile's -O2, and the fastest measured one is chosen
+    assert report.chosen is not None and report.chosen.pipeline.startswith("O2,unroll-count=")
+    assert report.chosen.measured_s == min(c.measured_s for c in measured) < report.default_s
+    # recorded for cnmtune-cc: the rebuild through the Makefile's own line picks it from the tuning cache
+    assert report.recorded == ["dpu/task.c"]
+    assert report.final_s == report.chosen.measured_s
+    (entry,) = [e for _, e in TuningCache().entries() if e.tuner.get("app") == str(project.root)]
+    assert (entry.pipeline, entry.tasklets, entry.dpus) == (report.chosen.pipeline, 16, 2)
+
+
+def test_tune_app_cli_reports_json(example):
+    root = example("va")
+    done = CliRunner().invoke(cli, ["tune", "--app", str(root), "--run", "-i 4096", "--dpus", "1", "--pipelines", "2",
+                                    "--no-knobs", "--top-k", "2", "--no-save", "--json"], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    record = json.loads(done.stdout)
+    assert record["nr_dpus"] == 1 and record["tasklets"] == 16 and record["default_s"] > 0
+    assert [c["pipeline"] for c in record["candidates"]] == ["O0", "O1"]
+    assert record["recorded"] == [] and record["speedup"] >= 1.0
