@@ -95,6 +95,13 @@ def dpu_build_lines(project: AppProject, variables: Mapping[str, str], dpu_binar
     return lines
 
 
+def _set_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
 @contextlib.contextmanager
 def _compiling(root: Path, pipeline: str | None) -> Iterator[io.StringIO]:
     """In `root`, with CNMTUNE_PIPELINE set (None: unset, the tuning cache decides); cnmtune-cc's notices captured."""
@@ -102,18 +109,12 @@ def _compiling(root: Path, pipeline: str | None) -> Iterator[io.StringIO]:
     notices = io.StringIO()
     try:
         os.chdir(root)
-        if pipeline is None:
-            os.environ.pop("CNMTUNE_PIPELINE", None)
-        else:
-            os.environ["CNMTUNE_PIPELINE"] = pipeline
+        _set_env("CNMTUNE_PIPELINE", pipeline)
         with contextlib.redirect_stderr(notices):
             yield notices
     finally:
         os.chdir(saved_cwd)
-        if saved is None:
-            os.environ.pop("CNMTUNE_PIPELINE", None)
-        else:
-            os.environ["CNMTUNE_PIPELINE"] = saved
+        _set_env("CNMTUNE_PIPELINE", saved)
 
 
 def build_dpu_program(project: AppProject, lines: Sequence[list[str]], pipeline: str | None) -> None:

@@ -13,7 +13,7 @@ from rich.table import Table
 from cnmtune.plugin.app import AppProject, AppRun, make_variables
 from cnmtune.plugin.app.project import HOST_BINARY
 from cnmtune.runtime.hostapi import host_environment
-from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note
+from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note, phase_bars
 
 application_app = typer.Typer(
     help="Build and run unmodified UPMEM applications (a C host on the SDK's dpu.h, DPU C, a Makefile in "
@@ -91,11 +91,8 @@ def _times_table(run: AppRun, project: AppProject) -> Table:
 def tune_app_command(directory: Path, run: str, variables: list[str], dpus: Optional[str], pipelines: int, seed: int,
                      knobs: bool, top_k: int, model: Optional[Path], save: bool, as_json: bool) -> None:
     """`cnmtune tune --app DIR --run ARGS`: see cnmtune.plugin.app.tune."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from cnmtune.passes.enumerate import knob_pipelines, pipeline_set
     from cnmtune.plugin.app.tune import tune_app
-    from cnmtune.plugin.cli.output import err_console
 
     texts = [p.text for p in pipeline_set(pipelines, seed)]
     texts += [p.text for p in knob_pipelines() if p.text not in texts] if knobs else []
@@ -103,15 +100,7 @@ def tune_app_command(directory: Path, run: str, variables: list[str], dpus: Opti
     if dpus and nr_dpus is None:
         raise typer.BadParameter(f"with --app, one DPU count (NR_DPUS), got {dpus!r}", param_hint="--dpus")
     project = AppProject(directory)
-    with Progress(TextColumn("{task.description:8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as bar:
-        tasks: dict[str, int] = {}
-
-        def progress(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
+    with phase_bars() as progress:
         report = tune_app(project, shlex.split(run), make_variables(nr_dpus, None, variables), texts, top_k=top_k,
                           model=str(model) if model else None, save=save, progress=progress)
     if as_json:

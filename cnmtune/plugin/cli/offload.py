@@ -6,13 +6,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 from cnmtune.atomic import atomic_write
@@ -27,7 +20,7 @@ from cnmtune.plugin.offload.decide import (
     header_text,
 )
 from cnmtune.plugin.cli.options import DEFINES, int_list, parse_defines, size_value
-from cnmtune.plugin.cli.output import console, emit_json, err_console, milliseconds, note
+from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note, phase_bars
 
 
 #: what the columns of the sizes tables mean, printed once below them
@@ -69,16 +62,8 @@ def offload_command(
         raise OffloadError("--repeats must be at least 1")
     defines = tuple(parse_defines(define).items())
     reports: list[OffloadReport] = []
-    with Progress(TextColumn("{task.description:16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as bar:
+    with phase_bars(label_width=16) as bars:
         for name in [k.strip() for k in kernels.split(",") if k.strip()]:
-            tasks: dict[str, int] = {}
-
-            def progress(phase: str, done: int, total: int, name=name, tasks=tasks) -> None:
-                if phase not in tasks:
-                    tasks[phase] = bar.add_task(f"{name}: {phase}", total=total)
-                bar.update(tasks[phase], completed=done, total=total)
-
             spec = OffloadSpec(kernel=name, size=size_value(size),
                                sizes=tuple(size_value(s) for s in sizes.split(",") if s.strip()) if sizes else None,
                                min_size=None if min_size is None else size_value(min_size),
@@ -87,7 +72,7 @@ def offload_command(
                                tasklets=int_list(tasklets, "tasklets", OffloadError), pipeline=pipeline,
                                defines=defines, cpu=cpu, repeats=repeats, min_speedup=min_speedup,
                                bisect_steps=bisect, share_cap=share_cap)
-            reports.append(decide(spec, progress=progress))
+            reports.append(decide(spec, progress=bars.of(name)))
     if emit_header:
         atomic_write(emit_header, header_text(reports).encode())
     if as_json:

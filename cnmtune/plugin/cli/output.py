@@ -7,13 +7,16 @@ The global flags set the verbosity once for every command: ``-q`` silences `err_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 console = Console()  # results: tables and lines a user reads
 err_console = Console(stderr=True)  # progress bars and notes on stderr; silent under -q
@@ -67,3 +70,28 @@ def print_error(line: str, as_json: bool) -> None:
     _error_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
     if as_json:
         emit_json({"error": line})
+
+
+class PhaseBars:
+    """Progress bars, one per phase label; call it as progress(phase, done, total)."""
+
+    def __init__(self, bar: Progress):
+        self._bar = bar
+        self._tasks: dict[str, int] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase not in self._tasks:
+            self._tasks[phase] = self._bar.add_task(phase, total=total)
+        self._bar.update(self._tasks[phase], completed=done, total=total)
+
+    def of(self, item: str):
+        """A progress(phase, done, total) whose bars are labelled `item: phase`."""
+        return lambda phase, done, total: self(f"{item}: {phase}", done, total)
+
+
+@contextlib.contextmanager
+def phase_bars(label_width: int = 8) -> Iterator[PhaseBars]:
+    """Transient progress bars on stderr (silent under -q), one per phase, while the block runs."""
+    columns = (TextColumn(f"{{task.description:{label_width}}}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        yield PhaseBars(bar)

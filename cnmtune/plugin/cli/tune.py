@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.cli.options import DEFINES, PARAMS, int_list, kernel_size, parse_defines, parse_params
-from cnmtune.plugin.cli.output import console, emit_json, err_console, milliseconds, note, warn
+from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note, phase_bars, warn
 from cnmtune.plugin.tune import TuneReport, TuneSpec, tune
 from cnmtune.plugin.tune.report import Candidate
 from cnmtune.runtime.executor import make_executor
@@ -96,15 +95,7 @@ def tune_command(
                     defines=tuple(parse_defines(define).items()),
                     params=tuple(parse_params(found, param).items()))
     with Store(db) if db is not None else nullcontext() as store, make_executor(workers, scheduler) as executor, \
-            Progress(TextColumn("{task.description:8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                     console=err_console, transient=True) as bar:
-        tasks: dict[str, int] = {}
-
-        def progress(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
+            phase_bars() as progress:
         report = tune(spec, executor, store, progress)
     recorded = _save(spec, report) if save else None
     failed = report.chosen is None

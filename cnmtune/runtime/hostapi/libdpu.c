@@ -173,24 +173,11 @@ static int64_t virtual_now_ns(void)
 
 /* ------------------------------------------------------------------ the simulator process */
 
-static int send_all(int fd, const uint8_t *p, size_t n)
+/* Send (`sending`) or receive exactly n bytes; -1 when the simulator process went away. */
+static int move_all(int fd, uint8_t *p, size_t n, bool sending)
 {
     while (n) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int recv_all(int fd, uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t k = recv(fd, p, n, 0);
+        ssize_t k = sending ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
@@ -208,36 +195,78 @@ struct reply {
     uint64_t sim_ns;
 };
 
-/* Send one request and wait for its reply; the wait counts as simulated time on the host clock. */
-static dpu_error_t call(struct cnm_set *set, struct out *request, struct reply *reply)
+/* Data moved between the host's own buffers and the socket without a copy: `count` buffers of
+ * `length` bytes, sent after a request's fields or received after an ok reply's nanoseconds. */
+struct bulk {
+    void *const *buffers;
+    uint32_t count;
+    size_t length;
+};
+
+static const struct bulk NO_BULK = { NULL, 0, 0 };
+
+static uint32_t le32(const uint8_t *b)
 {
-    uint8_t head[4];
-    uint32_t n = (uint32_t)request->len;
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static int send_request(int fd, const struct out *request, struct bulk sent)
+{
+    uint32_t n = (uint32_t)(request->len + (size_t)sent.count * sent.length);
+    uint8_t head[4] = { (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24) };
+    int ok = move_all(fd, head, 4, true) == 0 && move_all(fd, request->buf, request->len, true) == 0;
+    for (uint32_t i = 0; ok && i < sent.count; i++)
+        ok = move_all(fd, sent.buffers[i], sent.length, true) == 0;
+    return ok;
+}
+
+/* The reply to a request: an ok reply with `received` bulk goes straight into its buffers. */
+static int read_reply(int fd, struct bulk received, struct reply *reply, uint8_t *status)
+{
+    uint8_t head[8];
+    if (move_all(fd, head, 4, false) != 0)
+        return 0;
+    uint32_t n = le32(head);
+    if (n < 1 || move_all(fd, status, 1, false) != 0)
+        return 0;
+    if (*status == 0 && received.count) {
+        if (n != 1 + 8 + (size_t)received.count * received.length || move_all(fd, head, 8, false) != 0)
+            return 0;
+        reply->sim_ns = (uint64_t)le32(head) | (uint64_t)le32(head + 4) << 32;
+        for (uint32_t i = 0; i < received.count; i++)
+            if (move_all(fd, received.buffers[i], received.length, false) != 0)
+                return 0;
+        return 1;
+    }
+    reply->payload = malloc(n);
+    if (!reply->payload || move_all(fd, reply->payload, n - 1, false) != 0)
+        return 0;
+    reply->fields = (struct cursor){ reply->payload, n - 1, 0 };
+    if (*status == 0)
+        reply->sim_ns = get_u64(&reply->fields);
+    return 1;
+}
+
+/* Send one request (and `sent`) and wait for its reply (filling `received`); the wait counts as
+ * simulated time on the host clock. */
+static dpu_error_t call(struct cnm_set *set, struct out *request, struct bulk sent, struct bulk received,
+                        struct reply *reply)
+{
+    uint8_t status = 1;
     memset(reply, 0, sizeof *reply);
     int64_t start = raw_ns(CLOCK_MONOTONIC);
-    head[0] = (uint8_t)n, head[1] = (uint8_t)(n >> 8), head[2] = (uint8_t)(n >> 16), head[3] = (uint8_t)(n >> 24);
-    int sent = send_all(set->fd, head, 4) == 0 && send_all(set->fd, request->buf, request->len) == 0;
+    int ok = send_request(set->fd, request, sent) && read_reply(set->fd, received, reply, &status);
+    wall_in_calls_ns += raw_ns(CLOCK_MONOTONIC) - start;
     free(request->buf);
     request->buf = NULL;
-    int got = sent && recv_all(set->fd, head, 4) == 0;
-    if (got) {
-        n = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 | (uint32_t)head[3] << 24;
-        reply->payload = malloc(n ? n : 1);
-        got = reply->payload && recv_all(set->fd, reply->payload, n) == 0;
-    }
-    wall_in_calls_ns += raw_ns(CLOCK_MONOTONIC) - start;
-    if (!got) {
+    if (!ok) {
         free(reply->payload);
         reply->payload = NULL;
-        return fail(DPU_ERR_SYSTEM, "cnmtune's simulator process (pid %d) went away; its last words are above",
-                    (int)set->server);
+        return fail(DPU_ERR_SYSTEM, "cnmtune's simulator process (pid %d) went away or broke the protocol; its "
+                    "last words are above", (int)set->server);
     }
-    reply->fields = (struct cursor){ reply->payload, n, 0 };
-    const uint8_t *status = take(&reply->fields, 1);
-    if (status && *status == 0) {
-        reply->sim_ns = get_u64(&reply->fields);
+    if (status == 0)
         return DPU_OK;
-    }
     uint32_t code = get_u32(&reply->fields);
     int len = (int)reply->fields.left;
     dpu_error_t err = fail(code < NR_STATUSES && code ? (dpu_error_t)code : DPU_ERR_INTERNAL, "%.*s", len,
@@ -248,10 +277,10 @@ static dpu_error_t call(struct cnm_set *set, struct out *request, struct reply *
 }
 
 /* A call whose only result is its simulated time, which the host clock then shows. */
-static dpu_error_t call_timed(struct cnm_set *set, struct out *request)
+static dpu_error_t call_timed(struct cnm_set *set, struct out *request, struct bulk sent)
 {
     struct reply reply;
-    dpu_error_t err = call(set, request, &reply);
+    dpu_error_t err = call(set, request, sent, NO_BULK, &reply);
     if (err == DPU_OK)
         simulated_ns += (int64_t)reply.sim_ns;
     free(reply.payload);
@@ -315,7 +344,7 @@ static dpu_error_t allocate(uint32_t count, uint32_t by_ranks, const char *profi
     put_u32(&request, (uint32_t)getpid());
     struct reply reply;
     set->open = true;
-    err = call(set, &request, &reply);
+    err = call(set, &request, NO_BULK, NO_BULK, &reply);
     uint32_t per_rank = 0;
     if (err == DPU_OK) {
         set->nr_dpus = get_u32(&reply.fields);
@@ -404,7 +433,7 @@ dpu_error_t dpu_free(struct dpu_set_t dpu_set)
     wait_launch(set);
     struct out request = { 0 };
     put(&request, (uint8_t[]){ OP_QUIT }, 1);
-    err = call_timed(set, &request);
+    err = call_timed(set, &request, NO_BULK);
     close(set->fd);
     waitpid(set->server, NULL, 0);
     set->open = false;
@@ -500,7 +529,7 @@ dpu_error_t dpu_load(struct dpu_set_t dpu_set, const char *binary_path, struct d
     put(&request, (uint8_t[]){ OP_LOAD }, 1);
     put_text(&request, absolute ? absolute : binary_path);
     free(absolute);
-    err = call_timed(set, &request);
+    err = call_timed(set, &request, NO_BULK);
     set->loaded = set->loaded || err == DPU_OK;
     if (program)
         *program = NULL; /* no program handle: symbols are reached by name */
@@ -533,7 +562,7 @@ dpu_error_t dpu_launch(struct dpu_set_t dpu_set, dpu_launch_policy_t policy)
     struct out request = { 0 };
     put(&request, (uint8_t[]){ OP_LAUNCH }, 1);
     struct reply reply;
-    err = call(set, &request, &reply);
+    err = call(set, &request, NO_BULK, NO_BULK, &reply);
     free(reply.payload);
     if (err != DPU_OK)
         return err;
@@ -595,8 +624,8 @@ static dpu_error_t write_all(struct dpu_set_t dpu_set, const char *call_name, co
     put_u32(&request, first);
     put_u32(&request, count);
     put_u32(&request, (uint32_t)length);
-    put(&request, src, length);
-    return call_timed(set, &request);
+    void *data = (void *)src;
+    return call_timed(set, &request, (struct bulk){ &data, 1, length });
 }
 
 dpu_error_t dpu_copy_to(struct dpu_set_t dpu_set, const char *symbol_name, uint32_t symbol_offset, const void *src,
@@ -630,15 +659,10 @@ dpu_error_t dpu_copy_from(struct dpu_set_t dpu_set, const char *symbol_name, uin
     put_u32(&request, first);
     put_u32(&request, (uint32_t)length);
     struct reply reply;
-    if ((err = call(set, &request, &reply)) != DPU_OK)
-        return err;
-    const uint8_t *data = take(&reply.fields, length);
-    if (data) {
-        memcpy(dst, data, length);
+    if ((err = call(set, &request, NO_BULK, (struct bulk){ &dst, 1, length }, &reply)) == DPU_OK)
         simulated_ns += (int64_t)reply.sim_ns;
-    }
     free(reply.payload);
-    return data ? DPU_OK : fail(DPU_ERR_INTERNAL, "short reply from the simulator");
+    return err;
 }
 
 dpu_error_t dpu_prepare_xfer(struct dpu_set_t dpu_set, void *buffer)
@@ -665,33 +689,28 @@ dpu_error_t dpu_push_xfer(struct dpu_set_t dpu_set, dpu_xfer_t xfer, const char 
         return fail(DPU_ERR_INVALID_MEMORY_TRANSFER, "dpu_push_xfer: direction %d", (int)xfer);
     if (!symbol_name)
         return fail(DPU_ERR_INVALID_MEMORY_TRANSFER, "dpu_push_xfer: NULL symbol name");
+    void **buffers = malloc(sizeof *buffers * (count ? count : 1));
+    if (!buffers)
+        return fail(DPU_ERR_SYSTEM, "out of memory");
     uint32_t prepared = 0;
-    for (uint32_t d = first; d < first + count; d++)
-        prepared += set->dpus[d].xfer != NULL;
     struct out request = { 0 };
     put_request_head(&request, xfer == DPU_XFER_TO_DPU ? OP_PUSH_TO : OP_PUSH_FROM, symbol_name, symbol_offset);
+    for (uint32_t d = first; d < first + count; d++)
+        if (set->dpus[d].xfer)
+            buffers[prepared++] = set->dpus[d].xfer;
     put_u32(&request, prepared);
     for (uint32_t d = first; d < first + count; d++)
         if (set->dpus[d].xfer)
             put_u32(&request, d);
     put_u32(&request, (uint32_t)length);
-    if (xfer == DPU_XFER_TO_DPU)
-        for (uint32_t d = first; d < first + count; d++)
-            if (set->dpus[d].xfer)
-                put(&request, set->dpus[d].xfer, length);
+    struct bulk data = { buffers, prepared, length };
     struct reply reply;
-    err = call(set, &request, &reply);
-    if (err == DPU_OK) {
+    err = xfer == DPU_XFER_TO_DPU ? call(set, &request, data, NO_BULK, &reply)
+                                  : call(set, &request, NO_BULK, data, &reply);
+    if (err == DPU_OK)
         simulated_ns += (int64_t)reply.sim_ns;
-        for (uint32_t d = first; d < first + count && xfer == DPU_XFER_FROM_DPU; d++) {
-            const uint8_t *data = set->dpus[d].xfer ? take(&reply.fields, length) : NULL;
-            if (data)
-                memcpy(set->dpus[d].xfer, data, length);
-        }
-        if (reply.fields.bad)
-            err = fail(DPU_ERR_INTERNAL, "short reply from the simulator");
-        free(reply.payload);
-    }
+    free(reply.payload);
+    free(buffers);
     if (!(flags & DPU_XFER_NO_RESET))
         for (uint32_t d = first; d < first + count; d++)
             set->dpus[d].xfer = NULL;
@@ -710,7 +729,7 @@ dpu_error_t dpu_log_read(struct dpu_set_t dpu_set, FILE *stream)
         put(&request, (uint8_t[]){ OP_LOG }, 1);
         put_u32(&request, d);
         struct reply reply;
-        if ((err = call(set, &request, &reply)) != DPU_OK)
+        if ((err = call(set, &request, NO_BULK, NO_BULK, &reply)) != DPU_OK)
             break;
         uint32_t len;
         const uint8_t *text = get_blob(&reply.fields, &len);

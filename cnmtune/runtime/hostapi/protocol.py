@@ -20,26 +20,18 @@ status code (`DpuStatus`), then what went wrong as UTF-8 (the rest of the payloa
    8  LAUNCH     -                                                       -
    9  LOG        u32 DPU                                                 blob: what it printed in the last launch
   10  QUIT       -                                                       - (then the server writes its report, exits)
+
+The opcodes are the host harness's (`Op` of cnmtune.runtime.upmem.protocol): the same ten
+calls, with the fields above.
 """
 
 from __future__ import annotations
 
 import enum
 
+from cnmtune.runtime.upmem.protocol import Op
 
-class Op(enum.IntEnum):
-    """Request opcodes."""
-
-    ALLOC = 1
-    LOAD = 2
-    COPY_TO = 3
-    COPY_FROM = 4
-    PUSH_TO = 5
-    PUSH_FROM = 6
-    BROADCAST = 7
-    LAUNCH = 8
-    LOG = 9
-    QUIT = 10
+__all__ = ["DpuStatus", "HostApiError", "Op"]
 
 
 class DpuStatus(enum.IntEnum):
