@@ -9,8 +9,8 @@ Most tests here are STAND-IN tests: no UPMEM SDK is installed on the test machin
   as FACTS.md §9 says; they cannot prove the SDK accepts it.
 - the device runs the protocol against (a) a stand-in harness in Python backed by cnmtune's
   own SimDevice (upmem_standin/standin_harness.py), so the va kernel really runs end to end
-  through UpmemDevice's protocol client, and (b) cnmtune's real C harness compiled against a
-  stub libdpu (upmem_standin/dpu.h, libdpu_stub.c) that only stores bytes.
+  through UpmemDevice's protocol client, and (b) cnmtune's real C harness compiled against
+  cnmtune's own implementation of the SDK's dpu.h (runtime/hostapi: simulated DPUs).
 The tests at the end need a real SDK and are skipped without one.
 """
 
@@ -31,6 +31,7 @@ from cnmtune.errors import (CompileError, DeviceError, IramOverflow, LinkError, 
                             VerificationError)
 from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
 from cnmtune.runtime.execute import run_on_device
+from cnmtune.runtime.hostapi import host_environment
 from cnmtune.runtime.toolchain import BuildCache, UpmemToolchain, Variant
 from cnmtune.runtime.toolchain.dpu_layout import read_dpu_memory_use
 from cnmtune.runtime.upmem import UpmemDevice, UpmemSdk
@@ -517,31 +518,50 @@ def test_wrong_results_fail_verification(tmp_path, toolchain, va):
 
 # ----------------------------------------------------------------------------- the real C harness
 
+COUNTER_PROGRAM = """
+#include <attributes.h>
+#include <stdint.h>
+#include <stdio.h>
+__host uint8_t x[16];
+__host uint8_t y[4];
+__host uint8_t z[8];
+__host uint64_t launch_count;
+int main(void) {
+    launch_count++;
+    printf("launch %u\\n", (unsigned)launch_count);
+    return 0;
+}
+"""
+
+
 @pytest.fixture(scope="module")
-def stub_sdk(tmp_path_factory):
-    """A stand-in SDK whose dpu-pkg-config points at the stub libdpu (compiled here with cc)."""
+def simulator_sdk(tmp_path_factory):
+    """A stand-in SDK whose dpu-pkg-config points at cnmtune's own host library (dpu.h on the simulator),
+    and a DPU program that counts its launches in `launch_count` and prints each."""
     if shutil.which("cc") is None:
-        pytest.skip("no C compiler (cc) to build the stub libdpu")
-    root = tmp_path_factory.mktemp("stub-sdk")
-    (root / "include").mkdir()
-    (root / "lib").mkdir()
-    shutil.copy(STANDIN / "dpu.h", root / "include" / "dpu.h")
-    subprocess.run(["cc", "-shared", "-fPIC", f"-I{root / 'include'}", "-o", str(root / "lib" / "libdpu.so"),
-                    str(STANDIN / "libdpu_stub.c")], check=True)
-    sdk, _ = make_sdk(root / "sdk", flags=f"-I{root / 'include'} -L{root / 'lib'} -ldpu")
-    return sdk
+        pytest.skip("no C compiler (cc) to build the host library and the harness")
+    shims, _ = host_environment()
+    flags = subprocess.run([str(shims / "bin" / PKG_CONFIG), "--cflags", "--libs", "dpu"], capture_output=True,
+                           text=True, check=True).stdout.strip()
+    root = tmp_path_factory.mktemp("simulator-sdk")
+    sdk, _ = make_sdk(root / "sdk", flags=flags)
+    (root / "counter.c").write_text(COUNTER_PROGRAM)
+    subprocess.run([str(shims / "bin" / CLANG), "-O2", "-DNR_TASKLETS=1", "-o", str(root / "counter.elf"),
+                    str(root / "counter.c")], check=True, capture_output=True)
+    return sdk, root / "counter.elf"
 
 
-def test_c_harness_builds_once_and_serves_every_request(stub_sdk, tmp_path):
-    """Real C harness, stub libdpu: built once, every request type round-trips."""
+def test_c_harness_builds_once_and_serves_every_request(simulator_sdk, tmp_path):
+    """Real C harness on cnmtune's dpu.h: built once, every request type round-trips to simulated DPUs."""
+    sdk, program = simulator_sdk
     cache = BuildCache(tmp_path / "cache")
-    path, env = build_harness(stub_sdk, cache)
+    path, env = build_harness(sdk, cache)
     assert path.is_file() and os.access(path, os.X_OK) and "lib" in env["LD_LIBRARY_PATH"]
     stamp = path.stat().st_mtime_ns
-    assert build_harness(stub_sdk, cache)[0] == path and path.stat().st_mtime_ns == stamp  # cached
-    with UpmemDevice(3, "simulator", sdk=stub_sdk, implementation="harness", cache=cache,
+    assert build_harness(sdk, cache)[0] == path and path.stat().st_mtime_ns == stamp  # cached
+    with UpmemDevice(3, "simulator", sdk=sdk, implementation="harness", cache=cache,
                      cycles_symbol="launch_count") as device:
-        device.load(path)  # the stub only checks that the file exists
+        device.load(program)
         device.copy_to(1, "x", b"hello", offset=8)
         assert device.copy_from(1, "x", 5, offset=8) == b"hello"
         device.push_to("y", [b"aaaa", b"bbbb", b"cccc"])
@@ -551,14 +571,18 @@ def test_c_harness_builds_once_and_serves_every_request(stub_sdk, tmp_path):
         device.launch()
         device.launch()
         assert [launch.counters for launch in device.launches] == [(1, 1, 1), (2, 2, 2)]
-        assert device.log(2) == "stub DPU 2: launch 1\nstub DPU 2: launch 2\n"
+        assert device.log(2) == "launch 2\n"  # the SDK's log holds the last launch's output
         assert device.times.launches == 2 and device.times.host_to_dpu_bytes == 5 + 12 + 6
-        with pytest.raises(DeviceError, match=r"LOAD failed: dpu_load\(/nonexistent\): DPU_ERR_ELF_INVALID_FILE"):
+        with pytest.raises(DeviceError, match=r"LOAD failed: dpu_load\(/nonexistent\): DPU_ERR_ELF_NO_SUCH_FILE: "
+                                              r"no DPU program at /nonexistent"):
             device.load("/nonexistent")
+        with pytest.raises(DeviceError, match=r"DPU_ERR_UNKNOWN_SYMBOL: symbol 'w' is not defined by counter\.elf"):
+            device.copy_to(0, "w", b"1")
         host = device.host
     assert host.proc.returncode == 0  # QUIT: DPUs freed, harness exited cleanly
-    with pytest.raises(DeviceError, match=r"ALLOC failed: dpu_alloc\(backend=hw\): DPU_ERR_ALLOCATION"):
-        UpmemDevice(2, "hw", sdk=stub_sdk, implementation="harness", cache=cache)
+    with pytest.raises(DeviceError, match=r"ALLOC failed: dpu_alloc\(backend=hw\): DPU_ERR_ALLOCATION: cannot "
+                                          r"allocate 5000 DPUs"):
+        UpmemDevice(5000, "hw", sdk=sdk, implementation="harness", cache=cache)
 
 
 def test_c_harness_build_failure_names_the_command(tmp_path):
