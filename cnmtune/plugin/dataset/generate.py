@@ -197,14 +197,19 @@ def plan_kernel(spec: DatasetSpec, name: str) -> KernelPlan:
     return KernelPlan(kernel, settings, points, invalid)
 
 
-def sampling_error(spec: DatasetSpec, plan: KernelPlan) -> float | None:
+def sampling_error(spec: DatasetSpec, plan: KernelPlan, store: Store | None = None,
+                   binaries: frozenset[str] = frozenset()) -> float | None:
     """The relative kernel-time error of a sampled run against the full run of the same binary
     (O2, the workload's own defines) at the most DPUs the plan samples, the middle of their sizes
     (the upper one of two) and the most tasklets there; None when the plan samples nothing or the
     check could not run. Sampling reads zeros where an unsimulated DPU's output would be: a host
     that feeds DPU outputs back (bfs's frontier, a training loop's gradients) changes what the
     sampled DPUs do, the more so the more DPUs and iterations (lorq: 0.02 % on 16 DPUs at its
-    small size, 4.9 % on 64 at its default)."""
+    small size, 4.9 % on 64 at its default). With a `store`, the full run (every DPU simulated, the
+    costly one) is looked up there first, and recorded there once run when its binary is one of
+    the store's compiles (`binaries`: then it is a verified sample like any other): a resumed
+    generation repeats only the sampled run (two DPUs), which is never recorded (it would enter
+    the training view for a kernel whose sampling is off)."""
     default_key = next(iter(plan.settings))
     points = [(dpus, size, tasklets) for (key, tasklets), pts in plan.points.items() if key == default_key
               for dpus, size in pts if spec.sampled_from is not None and dpus >= spec.sampled_from]
@@ -218,10 +223,16 @@ def sampling_error(spec: DatasetSpec, plan: KernelPlan) -> float | None:
     rec = compile_job(CompileJob(root, "O2", (tasklets,)))[0].record
     if not rec.ok:
         return None
+    full_hash = DpuConfig.named(spec.sim_config).hash
     seconds = []
     for device in ("sim", SAMPLED):
-        run = run_job(RunJob(root, "O2", tasklets, rec.elf_hash, ((dpus, size),), spec.sim_config,
-                             spec.budget, spec.input_seed, device=device))[0]
+        recorded = device == "sim" and store is not None and rec.elf_hash in binaries
+        run = store.find_run(rec.elf_hash, dpus, tasklets, size, full_hash) if recorded else None
+        if run is None or run.status is not Status.OK:
+            run = run_job(RunJob(root, "O2", tasklets, rec.elf_hash, ((dpus, size),), spec.sim_config,
+                                 spec.budget, spec.input_seed, device=device))[0]
+            if recorded:
+                store.record_run(run)
         if run.status is not Status.OK:
             return None
         seconds.append(run.kernel_seconds)
@@ -386,12 +397,13 @@ class _Coordinator:
         self.generation = self.store.start_generation(self.spec.to_dict(), self.executor.description,
                                                       self.executor.workers, start)
         pipelines = pipeline_texts(self.spec)
+        recorded = {(c.kernel, c.pipeline, c.defines, c.tasklets): c for c in self.store.compiles()}
         if self.spec.sampled_from is not None:
+            binaries = frozenset(c.elf_hash for c in recorded.values() if c.elf_hash)
             for name, plan in self.plans.items():
-                self.report.sampling_error[name] = error = sampling_error(self.spec, plan)
+                self.report.sampling_error[name] = error = sampling_error(self.spec, plan, self.store, binaries)
                 for reason, count in drop_inexact_sampling(self.spec, plan, error).items():
                     self.invalid[reason] = self.invalid.get(reason, 0) + count
-        recorded = {(c.kernel, c.pipeline, c.defines, c.tasklets): c for c in self.store.compiles()}
         for plan in self.plans.values():
             for key in plan.settings:
                 tasklet_counts = sorted(t for k, t in plan.points if k == key)

@@ -269,3 +269,24 @@ def test_a_kernel_whose_sampled_runs_are_off_keeps_only_full_runs(tmp_path):
     assert error > SAMPLING_TOLERANCE
     assert report.invalid_points == {f"bfs: sampled runs off by {100 * error:.1f} % (> 2 %)": 1}
     assert [(r.dpus, r.device, r.verified) for r in runs] == [(1, "sim", True)]
+
+
+def test_a_resumed_generation_checks_sampling_from_the_recorded_full_run(tmp_path):
+    """The check's full run (every DPU simulated) is recorded when its binary is the store's (O2 in the
+    pipelines, compiled by a first generation), and a resume takes it from the store instead of
+    simulating it again; the sampled run of the check is never recorded."""
+    spec = DatasetSpec(kernels=("va",), pipelines=3, dpus=(1, 16), tasklets=(16,), sizes=("small",),
+                       sampled_from=16)
+    config = DpuConfig.named("calibrated").hash
+    with Store(tmp_path / "va.sqlite") as store:
+        first = generate(spec, store, InlineExecutor())  # compiles O0..O2, then runs: the check ran before them
+        full = [r for r in store.runs() if r.dpus == 16 and r.config_hash == config]
+        assert full == []  # the O2 binary was not the store's yet when the check ran
+        again = generate(spec, store, InlineExecutor())
+        full = [r for r in store.runs() if r.dpus == 16 and r.config_hash == config]
+        assert [(r.tasklets, r.size, r.verified) for r in full] == [(16, 4096, True)]
+        recorded_at = full[0]
+        third = generate(spec, store, InlineExecutor())
+        # the same record, wall seconds included: not simulated again
+        assert [r for r in store.runs() if r.dpus == 16 and r.config_hash == config] == [recorded_at]
+    assert first.sampling_error == again.sampling_error == third.sampling_error
