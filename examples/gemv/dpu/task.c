@@ -2,11 +2,7 @@
  * Rows go to tasklets in pairs (rows 2p and 2p+1 to tasklet p % NR_TASKLETS), so that each
  * tasklet writes its results as whole 8-byte words; a row and x are streamed in blocks of
  * BLOCK_BYTES. */
-#include <alloc.h>
-#include <barrier.h>
-#include <defs.h>
-#include <mram.h>
-#include <stdint.h>
+#include "dpu_support.h"
 
 #include "common.h"
 
@@ -22,10 +18,7 @@ static elem_t dot(const elem_t *a, const elem_t *x, uint32_t count) {
 }
 
 int main(void) {
-    const uint32_t id = me();
-    if (id == 0)
-        mem_reset(); /* the WRAM heap is not rewound between launches */
-    barrier_wait(&heap_ready);
+    const uint32_t id = start_tasklet(&heap_ready);
 
     const uint32_t rows = DPU_INPUT_ARGUMENTS.nr_rows;
     const uint32_t row_bytes = DPU_INPUT_ARGUMENTS.row_bytes;

@@ -4,17 +4,7 @@
 
 #include <stdint.h>
 
-#ifndef BL
-#define BL 10 /* log2 of the WRAM block a tasklet moves per DMA, in bytes */
-#endif
-#define BLOCK_BYTES (1u << BL)
-
-/* element type of the matrix, the vector and the result: -DINT32 for int32_t, uint32_t otherwise */
-#ifdef INT32
-typedef int32_t elem_t;
-#else
-typedef uint32_t elem_t;
-#endif
+#include "elem_type.h" /* elem_t of A, x and y: TYPE=UINT32 (the default) or INT32 */
 
 /* Kernel arguments, written by the host into each DPU's WRAM variable DPU_INPUT_ARGUMENTS.
  * MRAM heap of a DPU: its band of band_rows matrix rows (row_bytes each) at 0, the vector x

@@ -1,11 +1,7 @@
 /* RED example, DPU kernel: the 64-bit sum of this DPU's elements.
  * Tasklets stream blocks of BLOCK_BYTES (block k to tasklet k % NR_TASKLETS) and keep a partial
  * sum each; after a barrier tasklet 0 adds the partials into DPU_RESULT for the host. */
-#include <alloc.h>
-#include <barrier.h>
-#include <defs.h>
-#include <mram.h>
-#include <stdint.h>
+#include "dpu_support.h"
 
 #include "common.h"
 
@@ -19,10 +15,7 @@ static int64_t partial[NR_TASKLETS];
 BARRIER_INIT(sync_point, NR_TASKLETS);
 
 int main(void) {
-    const uint32_t id = me();
-    if (id == 0)
-        mem_reset(); /* the WRAM heap is not rewound between launches */
-    barrier_wait(&sync_point);
+    const uint32_t id = start_tasklet(&sync_point);
 
     const uint32_t n = DPU_INPUT_ARGUMENTS.nr_elems;
     __mram_ptr uint8_t *data = (__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER;

@@ -4,19 +4,7 @@
 
 #include <stdint.h>
 
-#ifndef BL
-#define BL 10 /* log2 of the WRAM block a tasklet moves per DMA, in bytes */
-#endif
-#define BLOCK_BYTES (1u << BL)
-
-/* element type: -DINT32 for int32_t, int64_t otherwise (-DINT64, the default); sums are 64-bit */
-#ifdef INT32
-typedef int32_t elem_t;
-#define ELEM_NAME "int32"
-#else
-typedef int64_t elem_t;
-#define ELEM_NAME "int64"
-#endif
+#include "elem_type.h" /* elem_t: TYPE=INT64 (the default) or INT32; sums are 64-bit */
 
 /* Kernel arguments, written by the host into each DPU's WRAM variable DPU_INPUT_ARGUMENTS.
  * The DPU's elements start at the MRAM heap; it writes their sum to DPU_RESULT. */

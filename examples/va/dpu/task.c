@@ -1,11 +1,7 @@
 /* VA example, DPU kernel: C = A + B over this DPU's chunk of the vectors.
  * Each tasklet moves blocks of BLOCK_BYTES between MRAM and WRAM; block k of the chunk belongs
  * to tasklet k % NR_TASKLETS (block-cyclic). */
-#include <alloc.h>
-#include <barrier.h>
-#include <defs.h>
-#include <mram.h>
-#include <stdint.h>
+#include "dpu_support.h"
 
 #include "common.h"
 
@@ -14,10 +10,7 @@ __host va_args_t DPU_INPUT_ARGUMENTS;
 BARRIER_INIT(heap_ready, NR_TASKLETS);
 
 int main(void) {
-    const uint32_t id = me();
-    if (id == 0)
-        mem_reset(); /* the WRAM heap is not rewound between launches */
-    barrier_wait(&heap_ready);
+    const uint32_t id = start_tasklet(&heap_ready);
 
     const uint32_t valid = DPU_INPUT_ARGUMENTS.valid_bytes;
     const uint32_t chunk = DPU_INPUT_ARGUMENTS.chunk_bytes;

@@ -4,11 +4,6 @@
 
 #include <stdint.h>
 
-#ifndef BL
-#define BL 10 /* log2 of the WRAM block a tasklet moves per DMA, in bytes */
-#endif
-#define BLOCK_BYTES (1u << BL)
-
 typedef int32_t elem_t;
 
 /* Kernel arguments, written by the host into each DPU's WRAM variable DPU_INPUT_ARGUMENTS.
