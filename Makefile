@@ -20,7 +20,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/cnmtune tune gemv --size small --pipelines 100 --top-k 10 --no-save
 
 test: $(VENV)/.installed
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

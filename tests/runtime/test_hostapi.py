@@ -48,6 +48,7 @@ def test_a_correct_run_returns_results_and_reports_one_set(faults_app):
     ("oversize", DpuStatus.INVALID_SYMBOL_ACCESS, r"64 B at offset 0 of 'fault' \(4 B in dpu_code\)"),
     ("fault", DpuStatus.DPU_FAULT,
      r"DPU 0, tasklet 1: mram_read: size 12 B \(must be a multiple of 8 in 8\.\.2048\) at pc 0x[0-9a-f]+ in mram_read called from \w+ \(ra 0x[0-9a-f]+\)"),
+    ("deadlock", DpuStatus.TIMEOUT, r"DPU 0: deadlock at cycle \d+: every live tasklet is blocked \(tasklet 0 in \w+\)"),
 ])
 def test_misuse_gets_the_sdk_status_and_one_line(faults_app, mode, status, cause):
     run = faults_app.run([mode])
@@ -98,10 +99,10 @@ int main(void) {
         launches = json.loads(report.read_text())["sets"][0]["launches"]
         for measured_us, launch in zip(map(int, done.stdout.split()), launches, strict=True):
             kernel_us = launch["kernel_s"] * 1e6
-            if clock == "simulated":
-                assert kernel_us <= measured_us <= kernel_us + 1000, (measured_us, kernel_us)
-            else:  # a round trip to the simulator and the simulation take longer in wall time than the DPUs
-                assert measured_us > 2 * kernel_us, (measured_us, kernel_us)
+            if clock == "simulated":  # + the host's own real work between its clock reads (a preemption or two)
+                assert kernel_us <= measured_us <= kernel_us + 5000, (measured_us, kernel_us)
+            else:  # a round trip to the simulator process and simulating a launch take more than 100 us
+                assert measured_us > kernel_us + 100, (measured_us, kernel_us)
 
 
 def test_profiles_are_parsed_as_the_sdk_writes_them():
@@ -124,3 +125,12 @@ def test_a_large_allocation_runs_on_the_sampled_device(tmp_path):
     assert run.stdout.splitlines() == ["status 0", "DPU 0: 1 1", "DPU 1: 0 0", "DPU 2: 1 1"]
     assert (run.sets[0].nr_dpus, run.sets[0].simulated_dpus) == (3, 2)
     assert "DPUs 0 and 2 execute, the others' outputs read as zeros" in run.stderr
+
+
+def test_all_dpus_ranks_and_their_iterators(faults_app):
+    """DPU_ALLOCATE_ALL gets CNMTUNE_NR_DPUS in ranks of 64; DPU_RANK_FOREACH and DPU_FOREACH walk them."""
+    run = faults_app.run(["ranks"], env={"CNMTUNE_NR_DPUS": "70", "CNMTUNE_SIMULATED_DPUS": "2"})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["all: 70 DPUs in 2 ranks", "rank 0: 64 DPUs, 64 iterated",
+                                       "rank 1: 6 DPUs, 6 iterated", "one rank: 64 DPUs"]
+    assert [(s.nr_dpus, s.simulated_dpus, s.launches) for s in run.sets] == [(70, 2, 0), (64, 2, 0)]

@@ -31,7 +31,7 @@ def test_example_builds_and_verifies(example, name, args, dpus):
     kernel_line = next(line for line in run.stdout.splitlines() if line.startswith("DPU Kernel Time (ms):"))
     printed_ms = float(kernel_line.split(":")[1])
     # the host's own timer reads simulated time inside dpu_launch (plus its real work around the call)
-    assert times.kernel_s * 1e3 <= printed_ms + 0.0005 < times.kernel_s * 1e3 + 1.0
+    assert times.kernel_s * 1e3 <= printed_ms + 0.0005 < times.kernel_s * 1e3 + 5.0
 
 
 def test_the_report_kernel_time_is_cnmtune_runs_for_the_twin(example):

@@ -1,9 +1,13 @@
-/* DPU side of the misuse tests: adds `increment` to each word of a WRAM array, or, when the host
- * sets `fault`, has tasklet 1 start a DMA of 12 bytes (not a multiple of 8: a DMA fault, found at
- * run time since the size depends on `fault`). */
+/* DPU side of the misuse tests: adds `increment` to each word of a WRAM array; when the host sets
+ * `fault` to 1, tasklet 1 starts a DMA of 12 bytes (not a multiple of 8: a DMA fault, found at run
+ * time since the size depends on `fault`); with `fault` 2, tasklet 0 waits at a barrier the
+ * others never reach (a deadlock). */
+#include <barrier.h>
 #include <defs.h>
 #include <mram.h>
 #include <stdint.h>
+
+BARRIER_INIT(all_tasklets, NR_TASKLETS);
 
 __host uint32_t increment;
 __host uint32_t fault;
@@ -18,8 +22,13 @@ __attribute__((noinline)) static void read_twelve_bytes(uint32_t size)
 
 int main(void)
 {
-    if (fault && me() == 1)
+    if (fault == 1 && me() == 1)
         read_twelve_bytes(4 + 8 * fault);
+    if (fault == 2) {
+        if (me() != 0)
+            return 0;
+        barrier_wait(&all_tasklets);
+    }
     if (me() == 0)
         for (int i = 0; i < 8; i++)
             words[i] += increment;
