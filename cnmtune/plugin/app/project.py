@@ -14,11 +14,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.hostapi import host_environment
@@ -119,8 +122,9 @@ class AppProject:
         return done.stdout + done.stderr
 
     def run(self, args: Sequence[str], simulated_clock: bool = True, env: Mapping[str, str] | None = None,
-            timeout_s: float | None = None) -> AppRun:
-        """Run the built host program with `args` in the project directory."""
+            timeout_s: float | None = None, echo: bool = False) -> AppRun:
+        """Run the built host program with `args` in the project directory; with `echo` its output is
+        also written to this process's stdout and stderr line by line as it runs."""
         if not self.host_binary.is_file():
             raise AppError(f"{self.host_binary} does not exist: build the application first (cnmtune app build)")
         _, run_env = host_environment()
@@ -132,11 +136,40 @@ class AppProject:
             report = Path(tmp) / "report.json"
             run_env["CNMTUNE_REPORT"] = str(report)
             start = time.perf_counter()
-            try:
-                done = subprocess.run(command, cwd=self.root, env=run_env, capture_output=True, text=True,
-                                      timeout=timeout_s)
-            except subprocess.TimeoutExpired as exc:
-                raise AppError(f"{' '.join(command)} did not finish within {timeout_s:.0f} s") from exc
+            # a C program buffers a pipe's output fully: stdbuf makes it line-buffered, so it shows as it comes
+            line_buffered = ["stdbuf", "-oL", "-eL"] if echo and shutil.which("stdbuf") else []
+            with subprocess.Popen(line_buffered + command, cwd=self.root, env=run_env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) as proc:
+                outputs = [_Collector(proc.stdout, sys.stdout if echo else None),
+                           _Collector(proc.stderr, sys.stderr if echo else None)]
+                try:
+                    returncode = proc.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired as exc:
+                    proc.kill()
+                    raise AppError(f"{' '.join(command)} did not finish within {timeout_s:.0f} s") from exc
+                finally:
+                    stdout, stderr = (collector.text() for collector in outputs)
             wall = time.perf_counter() - start
             sets = json.loads(report.read_text())["sets"] if report.is_file() else []
-        return AppRun(command, done.returncode, done.stdout, done.stderr, wall, [SetTimes.from_report(s) for s in sets])
+        return AppRun(command, returncode, stdout, stderr, wall, [SetTimes.from_report(s) for s in sets])
+
+
+class _Collector:
+    """Reads one of a child's pipes to its end in a thread, keeping it and echoing it line by line."""
+
+    def __init__(self, pipe: TextIO, echo: TextIO | None):
+        self._lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(pipe, echo), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: TextIO, echo: TextIO | None) -> None:
+        for line in pipe:
+            self._lines.append(line)
+            if echo is not None:
+                echo.write(line)
+                echo.flush()
+
+    def text(self) -> str:
+        """Everything read (waits for the end of the pipe)."""
+        self._thread.join()
+        return "".join(self._lines)

@@ -62,14 +62,11 @@ def run_command(directory: Path = DIRECTORY,
     project = AppProject(directory, host_binary)
     if build:
         project.build(make_variables(dpus, tasklets, var))
-    run = project.run(args or [], simulated_clock=clock == "simulated")
+    sys.stdout.flush()
+    run = project.run(args or [], simulated_clock=clock == "simulated", echo=not as_json)
     if as_json:
         emit_json(run.to_dict() | {"stdout": run.stdout, "stderr": run.stderr})
     else:
-        sys.stdout.write(run.stdout)
-        sys.stdout.flush()
-        sys.stderr.write(run.stderr)
-        sys.stderr.flush()
         console.print(_times_table(run, project))
     if run.returncode != 0:
         raise typer.Exit(run.returncode)
