@@ -13,7 +13,7 @@ from rich.table import Table
 from cnmtune.plugin.app import AppProject, AppRun, make_variables
 from cnmtune.plugin.app.project import HOST_BINARY
 from cnmtune.runtime.hostapi import host_environment
-from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note, phase_bars
+from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note, phase_bars, print_pipeline_legend
 
 application_app = typer.Typer(
     help="Build and run unmodified UPMEM applications (a C host on the SDK's dpu.h, DPU C, a Makefile in "
@@ -104,18 +104,23 @@ def tune_app_command(directory: Path, run: str, variables: list[str], dpus: Opti
         emit_json(report.to_dict())
         return
     distinct = sum(not c.same_as and not c.error for c in report.candidates)
+    shown = sorted((c for c in report.candidates if c.measured_s is not None or (c.error and c.predicted_s)),
+                   key=lambda c: (c.measured_s is None, c.measured_s or 0))
+    ids = {c.pipeline: f"P{i}" for i, c in enumerate(shown, 1)}
     table = Table(title=f"{report.app} {run}: {report.nr_dpus} DPU(s), {report.tasklets} tasklets; "
                         f"{len(report.candidates)} pipelines, {distinct} distinct DPU programs, the {top_k} best "
                         "predicted run")
     for column in ("pipeline", "predicted (ms)", "measured (ms)", "vs default"):
-        table.add_column(column, justify="left" if column == "pipeline" else "right", overflow="fold")
-    for c in sorted((c for c in report.candidates if c.measured_s is not None or c.error and c.predicted_s),
-                    key=lambda c: (c.measured_s is None, c.measured_s or 0)):
-        table.add_row(c.pipeline, milliseconds(c.predicted_s), milliseconds(c.measured_s) if c.measured_s else c.error,
+        table.add_column(column, justify="left" if column == "pipeline" else "right")
+    for c in shown:
+        table.add_row(ids[c.pipeline], milliseconds(c.predicted_s),
+                      milliseconds(c.measured_s) if c.measured_s else c.error,
                       f"{report.default_s / c.measured_s:.2f}x" if c.measured_s else "-")
     console.print(table)
-    chosen = report.chosen.pipeline if report.chosen else "the default build (nothing measured faster)"
+    chosen = ids[report.chosen.pipeline] if report.chosen else "the default build (nothing measured faster)"
+    kept = "rebuilt with it" if report.recorded else "the DPU program left at the default build"
     console.print(f"default build {milliseconds(report.default_s)} ms; chosen: {chosen}, {report.speedup:.2f}x; "
-                  f"rebuilt: {milliseconds(report.final_s)} ms", highlight=False, markup=False)
+                  f"{kept}: {milliseconds(report.final_s)} ms", highlight=False, markup=False)
+    print_pipeline_legend(ids)
     if report.recorded:
         note(f"recorded in the tuning cache for {', '.join(report.recorded)}: `make` with cnmtune-cc builds it")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -95,3 +96,20 @@ def phase_bars(label_width: int = 8) -> Iterator[PhaseBars]:
     columns = (TextColumn(f"{{task.description:{label_width}}}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
         yield PhaseBars(bar)
+
+
+def print_pipeline_legend(ids: dict[str, str]) -> None:
+    """Each pipeline in full after its short id (tables name pipelines by id), wrapped after a comma (a
+    pass name is never cut)."""
+    if not ids:
+        return
+    console.print("pipelines:", highlight=False)
+    indent = 3 + max(len(i) for i in ids.values())
+    for pipeline, pipeline_id in ids.items():
+        lines = [""]
+        for part in re.findall(r"[^,]+,?", pipeline):  # each pass with its comma
+            if lines[-1] and indent + len(lines[-1]) + len(part) > console.width:
+                lines.append("")
+            lines[-1] += part
+        console.print(f"  {pipeline_id:<{indent - 2}}" + f"\n{' ' * indent}".join(lines), highlight=False,
+                      markup=False, soft_wrap=True)

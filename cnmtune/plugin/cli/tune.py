@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Optional
@@ -12,7 +11,8 @@ from rich.table import Table
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.cli.options import DEFINES, PARAMS, int_list, kernel_size, parse_defines, parse_params
-from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note, phase_bars, warn
+from cnmtune.plugin.cli.output import (console, emit_json, milliseconds, note, phase_bars, print_pipeline_legend,
+                                      warn)
 from cnmtune.plugin.tune import TuneReport, TuneSpec, tune
 from cnmtune.plugin.tune.report import Candidate
 from cnmtune.runtime.executor import make_executor
@@ -134,7 +134,7 @@ def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> 
     if report.stages:
         console.print(_stages_table(report))
     console.print(_summary_table(report, ids))
-    _print_legend(ids)
+    print_pipeline_legend(ids)
     if recorded:
         path, by_tasklets = recorded
         # the default build is recorded too: a later cnmtune-cc build applies it instead of tuning again
@@ -248,19 +248,3 @@ def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
                                                f"({ex['tuner_speedup']:.1f}x faster)")
         summary.add_row("model on all candidates", f"MAPE {ex['mape']:.1f} %, Kendall tau {ex['kendall_tau']:.2f}")
     return summary
-
-
-def _print_legend(ids: dict[str, str]) -> None:
-    """Each pipeline in full after its id, wrapped after a comma (a pass name is never cut)."""
-    if not ids:
-        return
-    console.print("pipelines:", highlight=False)
-    indent = 3 + max(len(i) for i in ids.values())
-    for pipeline, pipeline_id in ids.items():
-        lines = [""]
-        for part in re.findall(r"[^,]+,?", pipeline):  # each pass with its comma
-            if lines[-1] and indent + len(lines[-1]) + len(part) > console.width:
-                lines.append("")
-            lines[-1] += part
-        console.print(f"  {pipeline_id:<{indent - 2}}" + f"\n{' ' * indent}".join(lines), highlight=False,
-                      markup=False, soft_wrap=True)
