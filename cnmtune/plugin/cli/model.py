@@ -240,27 +240,39 @@ def evaluate_command(
     plot: Path | None = typer.Option(None, "--plot", help="write PNG plots (per-kernel bars, predicted vs "
                                                          "true) into this directory"),
     by_size: bool = typer.Option(False, "--by-size", help="also per (kernel, size) group"),
+    rows: str = typer.Option("all", "--rows", help="all samples, or one part of the split `model train` made: "
+                                                   "train, val or test (with its --seed and --split)"),
+    seed: int = typer.Option(0, "--seed", help="with --rows: the seed the model was trained with"),
+    split: str = typer.Option("row", "--split", help="with --rows: 'row' or 'binary', as the model was trained"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
 ) -> None:
-    """Accuracy and ranking quality of an ONNX model on every sample of a store, per kernel and
-    per configuration (DPUs x tasklets), with --by-size per kernel and problem size."""
+    """Accuracy and ranking quality of an ONNX model on every sample of a store (or the held-out part of
+    its training split, --rows test), per kernel and per configuration (DPUs x tasklets), with
+    --by-size per kernel and problem size."""
     from cnmtune.costmodel.learn.prediction import evaluate, evaluate_by_config, evaluate_by_size
     from cnmtune.costmodel.learn.samples import load_samples
     from cnmtune.costmodel.learn.scorer import Scorer
 
+    parts = ("train", "val", "test")
+    if rows not in ("all", *parts) or split not in ("row", "binary"):
+        raise CnmtuneError(f"--rows must be all, train, val or test and --split row or binary, not {rows!r} / "
+                           f"{split!r}")
     scorer = Scorer(model, intra_op_threads=threads)
     samples = load_samples(db, scorer.schema).select(_names(kernels))
+    if rows != "all":  # the split is drawn per kernel, so a kernel's parts do not depend on the others selected
+        samples = samples.split(seed, by_binary=split == "binary")[parts.index(rows)]
     prediction = scorer.predict(samples.X)
     report = evaluate(samples, prediction, top_k)
     by_config = evaluate_by_config(samples, prediction, top_k)
     sizes = evaluate_by_size(samples, prediction, top_k) if by_size else None
     plots = _plots(plot, model, db, samples, prediction, report) if plot is not None else []
     if as_json:
-        emit_json({"model": str(model), "db": str(db), "targets": list(scorer.targets), "metrics": report,
+        emit_json({"model": str(model), "db": str(db), "rows": rows, "targets": list(scorer.targets), "metrics": report,
                    "metrics_by_config": by_config, **({"metrics_by_size": sizes} if by_size else {}),
                    "plots": [str(p) for p in plots]})
         return
-    console.print(_metrics_table(f"{model.name} on {db.name}: {len(samples)} samples", report, top_k))
+    which = "" if rows == "all" else f" ({rows} rows of the seed-{seed} {split} split)"
+    console.print(_metrics_table(f"{model.name} on {db.name}{which}: {len(samples)} samples", report, top_k))
     console.print(_metrics_table("per configuration (ranking: the pipelines of a kernel at one configuration)",
                                  by_config, top_k, key="DPUs, tasklets"))
     if sizes is not None:

@@ -60,6 +60,20 @@ def test_evaluate_by_size_reports_every_kernel_and_size(trained_va, l2p_db):
     assert "per kernel and size" in result.stdout and "va@4096" in result.stdout
 
 
+def test_evaluate_on_the_held_out_rows_of_the_training_split(trained_va, l2p_db):
+    """--rows test picks the rows `model train` tested on: the same figures as its own report."""
+    result = cnmtune("evaluate", str(trained_va[0]), "--db", str(l2p_db), "--rows", "test", "--by-size", "--json")
+    assert result.returncode == 0, result.stderr
+    record, trained = json.loads(result.stdout), trained_va[1]["metrics"]["va"]
+    va = record["metrics"]["va"]
+    assert record["rows"] == "test" and va["samples"] == trained["samples"]
+    for metric in ("runtime_mape", "tau"):
+        assert va[metric] == pytest.approx(trained[metric], rel=1e-3, abs=1e-4), metric
+    assert record["metrics_by_size"]["va@4096"]["samples"] == trained["samples"]
+    bad = cnmtune("evaluate", str(trained_va[0]), "--db", str(l2p_db), "--rows", "holdout")
+    assert bad.returncode == 2 and "--rows must be all, train, val or test" in bad.stderr
+
+
 def test_evaluate_writes_plots(trained_va, l2p_db, tmp_path):
     result = cnmtune("evaluate", str(trained_va[0]), "--db", str(l2p_db), "--plot", str(tmp_path / "plots"), "--json")
     assert result.returncode == 0, result.stderr
