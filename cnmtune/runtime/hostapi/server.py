@@ -229,7 +229,7 @@ class HostApiServer:
         dpus, length = self._dpu_list(request), request.u32()
         self._place(symbol, offset, length)
         before = self._simulated_s()
-        if len(dpus) > 1 and dpus == list(range(self.device.nr_dpus)):
+        if call == "dpu_push_xfer" and dpus == list(range(self.device.nr_dpus)):
             data = self.device.push_from(symbol, length, offset)
         else:
             data = [self.device.copy_from(dpu, symbol, length, offset) for dpu in dpus]

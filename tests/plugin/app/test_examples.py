@@ -34,14 +34,15 @@ def test_example_builds_and_verifies(example, name, args, dpus):
     assert times.kernel_s * 1e3 <= printed_ms + 0.0005 < times.kernel_s * 1e3 + 5.0
 
 
-def test_the_report_kernel_time_is_cnmtune_runs_for_the_twin(example):
+@pytest.mark.parametrize("dpus", [1, 4])
+def test_the_report_kernel_time_is_cnmtune_runs_for_the_twin(example, dpus):
     """va's workload.py twin: same DPU binary, DPUs, tasklets and inputs give the same kernel time."""
     root = example("va")
     project = AppProject(root)
-    project.build({"NR_DPUS": "4", "NR_TASKLETS": "16", "BL": "10"})
+    project.build({"NR_DPUS": str(dpus), "NR_TASKLETS": "16", "BL": "10"})
     run = project.run(["-i", "4099"])
     assert run.returncode == 0, run.stderr
-    result = SimTarget().run(Variant.of(Kernel.load(root), "O2", 16, {"BL": 10}), 4, 4099)
+    result = SimTarget().run(Variant.of(Kernel.load(root), "O2", 16, {"BL": 10}), dpus, 4099)
     assert result.verified
     assert run.sets[0].kernel_per_launch_s == (result.kernel_s,)
     assert run.sets[0].host_to_dpu_s == pytest.approx(result.host_to_dpu_s, rel=1e-12)
