@@ -10,7 +10,8 @@ range, not libc's sequence).
 
 Compile time: BL, log2 of the MRAM->WRAM block in bytes (default 10; 3..11 keeps every DMA in
 8..2048 B). WRAM: each tasklet allocates 2 x 2^BL + 8 bytes next to its 1 KiB stack, so
-BL = 10 runs up to 21 tasklets and BL = 11 up to 12 (mem_alloc faults beyond, as on a DPU).
+BL = 10 runs up to 20 tasklets and BL = 11 up to 12 (refused beyond: mem_alloc would fault, as on
+a DPU).
 
 Host side as PrIM (common/gemv_host.py): rows split as evenly as possible, each DPU's rows as
 a max_rows x n_pad block at heap offset 0, x at max_rows*n_pad*4, y after it; arguments
@@ -52,6 +53,7 @@ class GemvWorkload(Workload):
         self.n_cols = int(self.param_values["n_cols"])
         if self.n_cols < 1:
             raise KernelError(f"{self.name}: n_cols must be positive, got {self.n_cols}")
+        self.check_wram(2 * (1 << int(self.config["BL"])) + 8)  # two blocks and the row pair's sums
 
     def inputs(self):
         rng = np.random.default_rng(self.seed)
