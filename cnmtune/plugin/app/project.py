@@ -2,16 +2,21 @@
 
 The layout: a Makefile (with NR_DPUS / NR_TASKLETS / BL-style variables) that builds a host
 program with `$(CC) ... $(dpu-pkg-config --cflags --libs dpu)` and the DPU program with
-`dpu-upmem-dpurte-clang`, into bin/host_code and bin/dpu_code by default. `build` runs that
-Makefile with cnmtune's host library and shims first on PATH (runtime.hostapi.build); `run`
-starts the host program in the directory with a report file and, by default, the host clock
-on simulated time, and returns what it printed with the simulated times of its DPU sets.
+`dpu-upmem-dpurte-clang`. `plan` reads what the Makefile would run (`make -n -B`): the host
+program is the output of the line that calls dpu-pkg-config, the DPU program the output of
+the last line that calls the DPU compiler (PrIM's bin/host_code and bin/dpu_code, or BS's
+bin/bs_host and bin/bs_dpu). `build` runs the Makefile with cnmtune's host library and shims
+first on PATH (runtime.hostapi.build); `run` starts the host program in the directory with a
+report file and, by default, the host clock on simulated time, and returns what it printed
+with the simulated times of its DPU sets.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,8 +31,7 @@ from typing import TextIO
 from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.hostapi import host_environment
 
-HOST_BINARY = "bin/host_code"
-DPU_BINARY = "bin/dpu_code"
+DPU_COMPILER = "dpu-upmem-dpurte-clang"
 
 
 class AppError(CnmtuneError):
@@ -94,25 +98,79 @@ def make_variables(dpus: int | None, tasklets: int | None, extra: Sequence[str])
     return variables
 
 
+@dataclass(frozen=True)
+class MakePlan:
+    """What the Makefile builds with some variables: the host program, the DPU program and the
+    command lines (argv) that build the DPU program."""
+
+    host_binary: Path
+    dpu_binary: Path
+    dpu_lines: tuple[tuple[str, ...], ...]
+
+
+def _output(argv: Sequence[str]) -> str | None:
+    """The -o argument of a compiler command line."""
+    for i, arg in enumerate(argv):
+        if arg == "-o" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("-o") and len(arg) > 2:
+            return arg[2:]
+    return None
+
+
 class AppProject:
     """An application directory (see the module docstring)."""
 
-    def __init__(self, root: str | os.PathLike, host_binary: str = HOST_BINARY):
+    def __init__(self, root: str | os.PathLike, host_binary: str | None = None):
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise AppError(f"{root} is not a directory")
         if not any((self.root / name).is_file() for name in ("Makefile", "makefile", "GNUmakefile")):
             raise AppError(f"{root} has no Makefile: an application in PrIM's layout is built by its Makefile")
-        self.host_binary = self.root / host_binary
+        self._host_binary = self.root / host_binary if host_binary else None
 
-    def build(self, variables: Mapping[str, str], jobs: int = 1) -> str:
-        """Run the Makefile with `variables` (make's own rebuild rules apply); its output."""
+    def _make(self, variables: Mapping[str, str], *options: str) -> subprocess.CompletedProcess:
         make = shutil.which("make")
         if make is None:
             raise AppError("cannot build: `make` is not on PATH")
         _, env = host_environment()
-        args = [make, "-C", str(self.root), f"-j{jobs}", *(f"{k}={v}" for k, v in variables.items())]
-        done = subprocess.run(args, env=env, capture_output=True, text=True)
+        args = [make, "-C", str(self.root), *options, *(f"{k}={v}" for k, v in variables.items())]
+        return subprocess.run(args, env=env, capture_output=True, text=True)
+
+    def plan(self, variables: Mapping[str, str]) -> MakePlan:
+        """What `make` would run with `variables` (see the module docstring)."""
+        done = self._make(variables, "-n", "-B")
+        if done.returncode != 0:
+            raise AppError(f"`make -n -B` failed in {self.root}: {done.stderr.strip()[-800:]}")
+        host, dpu_lines = None, []
+        for line in re.sub(r"\\\n\s*", " ", done.stdout).splitlines():  # recipe lines continued with a backslash
+            try:
+                argv = shlex.split(line)
+            except ValueError:
+                continue
+            if argv and Path(argv[0]).name == DPU_COMPILER:
+                dpu_lines.append(tuple(argv))
+            elif "dpu-pkg-config" in line and _output(argv):
+                host = _output(argv)
+        dpu = _output(dpu_lines[-1]) if dpu_lines else None
+        if host is None or dpu is None:
+            missing = "a host program (a line that calls dpu-pkg-config)" if host is None else \
+                f"a DPU program (a line that calls {DPU_COMPILER} with -o)"
+            raise AppError(f"the Makefile in {self.root} builds no {missing}: not an application in PrIM's layout")
+        return MakePlan(self.root / host, self.root / dpu, tuple(dpu_lines))
+
+    @property
+    def host_binary(self) -> Path:
+        """The host program: as given, or as the Makefile's default build makes it."""
+        if self._host_binary is None:
+            self._host_binary = self.plan({}).host_binary
+        return self._host_binary
+
+    def build(self, variables: Mapping[str, str], jobs: int = 1) -> str:
+        """Run the Makefile with `variables` (make's own rebuild rules apply); its output."""
+        if self._host_binary is None:
+            self._host_binary = self.plan(variables).host_binary
+        done = self._make(variables, f"-j{jobs}")
         if done.returncode != 0:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
             raise AppError(f"`make` failed in {self.root} (exit {done.returncode}):\n{tail}")

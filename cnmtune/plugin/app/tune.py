@@ -1,7 +1,7 @@
 """`cnmtune tune --app DIR --run ARGS`: tune the DPU program of an unmodified UPMEM application.
 
 The application's Makefile decides how its DPU program is built: `make -n -B` prints the command
-lines that build it, those calling dpu-upmem-dpurte-clang (cnmtune-cc). Every candidate pipeline
+lines that build it, those calling dpu-upmem-dpurte-clang (cnmtune-cc; AppProject.plan). Every candidate pipeline
 (the O levels, seeded random sequences, the unroll-knob pipelines) reruns exactly those lines
 in-process with CNMTUNE_PIPELINE set; the cost model scores each candidate's ELF; the best
 `top_k` are measured by running the application itself with ARGS, whose own check (exit status
@@ -19,19 +19,14 @@ import io
 import os
 import shlex
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.app.project import DPU_BINARY, AppError, AppProject
+from cnmtune.plugin.app.project import AppError, AppProject
 from cnmtune.plugin.cc.args import BuildFailed, Invocation, parse_args
-from cnmtune.runtime.hostapi import host_environment
-
-DPU_COMPILER = "dpu-upmem-dpurte-clang"
-
 
 @dataclass
 class AppCandidate:
@@ -71,30 +66,6 @@ class AppTuneReport:
                 "candidates": [vars(c) for c in self.candidates]}
 
 
-def dpu_build_lines(project: AppProject, variables: Mapping[str, str], dpu_binary: str = DPU_BINARY) -> list[list[str]]:
-    """The command lines (argv) that build `dpu_binary` through the DPU compiler, as make would run them."""
-    make = shutil.which("make")
-    if make is None:
-        raise AppError("cannot tune: `make` is not on PATH")
-    _, env = host_environment()
-    args = [make, "-n", "-B", "-C", str(project.root), *(f"{k}={v}" for k, v in variables.items()), dpu_binary]
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise AppError(f"`make -n -B {dpu_binary}` failed in {project.root}: {done.stderr.strip()[-800:]}")
-    lines = []
-    for line in done.stdout.splitlines():
-        try:
-            argv = shlex.split(line)
-        except ValueError:
-            continue
-        if argv and Path(argv[0]).name == DPU_COMPILER:
-            lines.append(argv)
-    if not lines:
-        raise AppError(f"the Makefile in {project.root} does not build {dpu_binary} with {DPU_COMPILER}: "
-                       "no DPU compile to tune")
-    return lines
-
-
 def _set_env(name: str, value: str | None) -> None:
     if value is None:
         os.environ.pop(name, None)
@@ -117,22 +88,22 @@ def _compiling(root: Path, pipeline: str | None) -> Iterator[io.StringIO]:
         _set_env("CNMTUNE_PIPELINE", saved)
 
 
-def build_dpu_program(project: AppProject, lines: Sequence[list[str]], pipeline: str | None) -> None:
+def build_dpu_program(project: AppProject, lines: Sequence[Sequence[str]], pipeline: str | None) -> None:
     """Run the DPU build lines in-process with `pipeline` (cnmtune-cc's own driver); AppError on a failure."""
     from cnmtune.plugin.cc.driver import build
 
     with _compiling(project.root, pipeline) as notices:
         for argv in lines:
             try:
-                build(parse_args(argv[1:]))
+                build(parse_args(list(argv[1:])))
             except (BuildFailed, CnmtuneError) as exc:
                 detail = getattr(exc, "diagnostics", "") or str(exc) or notices.getvalue()
                 raise AppError(f"{shlex.join(argv)} with pipeline {pipeline}: {detail.strip()[-600:]}") from exc
 
 
-def _invocations(project: AppProject, lines: Sequence[list[str]]) -> list[Invocation]:
+def _invocations(project: AppProject, lines: Sequence[Sequence[str]]) -> list[Invocation]:
     with _compiling(project.root, None):  # paths on the lines are relative to the project
-        return [parse_args(argv[1:]) for argv in lines]
+        return [parse_args(list(argv[1:])) for argv in lines]
 
 
 def _measure(project: AppProject, args: Sequence[str], timeout_s: float | None) -> tuple[float | None, str]:
@@ -172,7 +143,8 @@ def tune_app(project: AppProject, args: Sequence[str], variables: Mapping[str, s
              progress: Callable[[str, int, int], None] = lambda phase, done, total: None) -> AppTuneReport:
     """Tune the DPU program of `project` run with `args` (see the module docstring)."""
     project.build(variables)
-    lines = dpu_build_lines(project, variables)
+    plan = project.plan(variables)
+    lines = plan.dpu_lines
     invocations = _invocations(project, lines)
     tasklets = int(invocations[-1].defines.get("NR_TASKLETS") or 1)
     default_level = _default_level(invocations)
@@ -186,7 +158,7 @@ def tune_app(project: AppProject, args: Sequence[str], variables: Mapping[str, s
     report = AppTuneReport(project.root.name, list(args), nr_dpus, tasklets, baseline.kernel_s)
     # the model's problem size for an application: the 32-bit words it sends to the DPUs (an estimate)
     size = max(1, sum(s.host_to_dpu_bytes for s in baseline.sets) // 4)
-    elf = project.root / DPU_BINARY
+    elf = plan.dpu_binary
     with tempfile.TemporaryDirectory(prefix="cnmtune-app-tune-") as tmp:
         built: list[tuple[AppCandidate, Path]] = []
         first_of: dict[str, AppCandidate] = {}  # ELF digest -> the first pipeline that built it

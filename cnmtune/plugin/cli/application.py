@@ -11,7 +11,6 @@ import typer
 from rich.table import Table
 
 from cnmtune.plugin.app import AppProject, AppRun, make_variables
-from cnmtune.plugin.app.project import HOST_BINARY
 from cnmtune.runtime.hostapi import host_environment
 from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note, phase_bars, print_pipeline_legend
 
@@ -25,12 +24,13 @@ DIRECTORY = typer.Argument(..., help="the application's directory (its Makefile 
 DPUS = typer.Option(None, "--dpus", "-d", help="make variable NR_DPUS")
 TASKLETS = typer.Option(None, "--tasklets", "-t", help="make variable NR_TASKLETS")
 VARIABLES = typer.Option([], "--var", "-V", help="another make variable NAME=VALUE (e.g. BL=10), repeatable")
-HOST = typer.Option(HOST_BINARY, "--host-binary", help="the host program the Makefile builds, relative to DIRECTORY")
+HOST = typer.Option(None, "--host-binary", help="the host program, relative to DIRECTORY (default: the output of the "
+                                                 "Makefile's line that calls dpu-pkg-config)")
 
 
 @application_app.command("build")
 def build_command(directory: Path = DIRECTORY, dpus: Optional[int] = DPUS, tasklets: Optional[int] = TASKLETS,
-                  var: list[str] = VARIABLES, host_binary: str = HOST) -> None:
+                  var: list[str] = VARIABLES, host_binary: Optional[str] = HOST) -> None:
     """Build with the application's own Makefile: host against cnmtune's dpu.h, DPU code with cnmtune-cc."""
     project = AppProject(directory, host_binary)
     output = project.build(make_variables(dpus, tasklets, var))
@@ -51,7 +51,7 @@ def env_command() -> None:
 def run_command(directory: Path = DIRECTORY,
                 args: Optional[list[str]] = typer.Argument(None, help="the host program's arguments, after --"),
                 dpus: Optional[int] = DPUS, tasklets: Optional[int] = TASKLETS, var: list[str] = VARIABLES,
-                host_binary: str = HOST,
+                host_binary: Optional[str] = HOST,
                 clock: str = typer.Option("simulated", "--clock",
                                           help="what the host's clock reads during DPU calls: simulated or wall"),
                 build: bool = typer.Option(True, "--build/--no-build", help="run make first (incremental)"),

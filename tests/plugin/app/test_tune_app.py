@@ -7,7 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from cnmtune.plugin.app import AppProject
-from cnmtune.plugin.app.tune import dpu_build_lines, tune_app
+from cnmtune.plugin.app.tune import tune_app
 from cnmtune.plugin.cli import app as cli
 from cnmtune.plugin.tune.cache import TuningCache
 
@@ -17,8 +17,10 @@ PIPELINES = ["O0", "O2", "O3", "O2,unroll-count=4", "O2,unroll-count=8"]
 def test_tuning_an_application_measures_records_and_rebuilds_the_winner(example):
     project = AppProject(example("va"))
     variables = {"NR_DPUS": "2", "NR_TASKLETS": "16"}
-    (line,) = dpu_build_lines(project, variables)
-    assert line[0].endswith("dpu-upmem-dpurte-clang") and "dpu/task.c" in line and "-DNR_TASKLETS=16" in line
+    plan = project.plan(variables)
+    (line,) = plan.dpu_lines
+    assert line[0] == "dpu-upmem-dpurte-clang" and "dpu/task.c" in line and "-DNR_TASKLETS=16" in line
+    assert (plan.host_binary, plan.dpu_binary) == (project.root / "bin/host_code", project.root / "bin/dpu_code")
     report = tune_app(project, ["-i", "8192"], variables, PIPELINES, top_k=3)
     by_pipeline = {c.pipeline: c for c in report.candidates}
     assert by_pipeline["O3"].same_as == "O2"  # one binary, scored and run once
