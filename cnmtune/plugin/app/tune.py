@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.app.project import AppError, AppProject
+from cnmtune.plugin.app.project import AppError, AppProject, MakePlan
 from cnmtune.plugin.cc.args import BuildFailed, Invocation, parse_args
 
 @dataclass
@@ -158,7 +158,26 @@ def tune_app(project: AppProject, args: Sequence[str], variables: Mapping[str, s
     report = AppTuneReport(project.root.name, list(args), nr_dpus, tasklets, baseline.kernel_s)
     # the model's problem size for an application: the 32-bit words it sends to the DPUs (an estimate)
     size = max(1, sum(s.host_to_dpu_bytes for s in baseline.sets) // 4)
-    elf = plan.dpu_binary
+    try:
+        measured = _search(project, plan, args, pipelines, report, top_k, model, size, timeout_s, progress)
+    except BaseException:
+        build_dpu_program(project, lines, default_level)  # leave the application as its Makefile builds it
+        raise
+    best = min(measured, key=lambda c: c.measured_s, default=None)
+    report.chosen = best if best is not None and best.measured_s < report.default_s else None
+    if report.chosen and save:
+        report.recorded = _record(project, invocations, report)
+    build_dpu_program(project, lines, None if report.recorded else default_level)
+    report.final_s, _ = _measure(project, args, timeout_s)
+    return report
+
+
+def _search(project: AppProject, plan: MakePlan, args: Sequence[str], pipelines: Sequence[str], report: AppTuneReport,
+            top_k: int, model: str | None, size: int, timeout_s: float | None,
+            progress: Callable[[str, int, int], None]) -> list[AppCandidate]:
+    """Build every pipeline (once per distinct ELF), score them, run the `top_k` best predicted; the
+    candidates that ran and verified. Leaves a candidate's DPU program in place."""
+    elf, lines, nr_dpus = plan.dpu_binary, plan.dpu_lines, report.nr_dpus
     with tempfile.TemporaryDirectory(prefix="cnmtune-app-tune-") as tmp:
         built: list[tuple[AppCandidate, Path]] = []
         first_of: dict[str, AppCandidate] = {}  # ELF digest -> the first pipeline that built it
@@ -180,20 +199,13 @@ def tune_app(project: AppProject, args: Sequence[str], variables: Mapping[str, s
                     built.append((candidate, kept))
             progress("compile", done, len(pipelines))
         if built:
-            _score([c for c, _ in built], [p for _, p in built], model, nr_dpus, tasklets, size)
+            _score([c for c, _ in built], [p for _, p in built], model, nr_dpus, report.tasklets, size)
         ranked = sorted(built, key=lambda item: item[0].predicted_s)[:top_k]
         for done, (candidate, kept) in enumerate(ranked, 1):
             shutil.copyfile(kept, elf)
             candidate.measured_s, candidate.error = _measure(project, args, timeout_s)
             progress("run", done, len(ranked))
-    measured = [c for c, _ in ranked if c.measured_s is not None]
-    best = min(measured, key=lambda c: c.measured_s, default=None)
-    report.chosen = best if best is not None and best.measured_s < report.default_s else None
-    if report.chosen and save:
-        report.recorded = _record(project, invocations, report)
-    build_dpu_program(project, lines, None if report.recorded else default_level)
-    report.final_s, _ = _measure(project, args, timeout_s)
-    return report
+    return [c for c, _ in ranked if c.measured_s is not None]
 
 
 def _default_level(invocations: Sequence[Invocation]) -> str:
