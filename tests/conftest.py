@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs a worker per core: one math thread each (and in
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # their subprocesses), or torch oversubscribes the cores
+        os.environ.setdefault(_name, "1")
 
 REPO = Path(__file__).resolve().parents[1]
 VA_DIR = REPO / "benchmarks" / "prim" / "va"
