@@ -359,8 +359,10 @@ class DpuTimeline:
                 self.notifying.add(t)
                 self._block(t)
             else:
-                self._wake(waiter, 0)
+                # the notifier's next segment first: it keeps issuing while the waiter is rescheduled, so
+                # its memory effects come first (PrIM's UNI depends on it; no cycle count changes)
                 self._resume(t, None)
+                self._wake(waiter, 0)
         elif action == Action.WAIT_FOR:
             if a0 in self.waiting_for:
                 self._resume(t, EALREADY)

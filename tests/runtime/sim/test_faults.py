@@ -5,29 +5,6 @@ from __future__ import annotations
 import pytest
 
 from cnmtune.errors import Deadlock, DmaError, SimFault, SimTimeout
-from cnmtune.runtime.sim.device import SimDevice
-from cnmtune.runtime.toolchain import Variant
-
-PRELUDE = """
-#include <alloc.h>
-#include <barrier.h>
-#include <defs.h>
-#include <mram.h>
-#include <stdint.h>
-"""
-
-
-@pytest.fixture
-def launch(toolchain, make_kernel):
-    """Compile a kernel body and launch it on one simulated DPU."""
-    def run(body: str, tasklets: int = 1, budget: int | None = None, pipeline: str = "O0"):
-        kernel = make_kernel(PRELUDE + body)
-        binary = toolchain.compile(Variant.of(kernel, pipeline, tasklets))
-        device = SimDevice(1, **({"budget": budget} if budget else {}))
-        device.load(binary.elf_path)
-        device.launch()
-        return device
-    return run
 
 
 def test_a_clean_kernel_runs(launch):
