@@ -173,32 +173,27 @@ class HostApiServer:
         return b""
 
     def _copy_to(self, request: Reader) -> bytes:
-        symbol, offset, first, count = request.text(), request.u32(), request.u32(), request.u32()
-        data = request.blob()
-        self._place(symbol, offset, len(data))
-        before = self._simulated_s()
-        if count == 1:
-            self.device.copy_to(first, symbol, data, offset)
-        else:
-            self._broadcast_range(first, count, symbol, offset, data)
-        self._record_transfer("dpu_copy_to", True, len(data), count, before)
-        return b""
+        return self._write(request, "dpu_copy_to")
 
     def _broadcast(self, request: Reader) -> bytes:
+        return self._write(request, "dpu_broadcast_to")
+
+    def _write(self, request: Reader, call: str) -> bytes:
+        """One buffer to DPUs [first, first + count): a serial copy for dpu_copy_to on one DPU, a
+        broadcast to the whole set, else DPU by DPU (one rank of the set)."""
         symbol, offset, first, count = request.text(), request.u32(), request.u32(), request.u32()
         data = request.blob()
         self._place(symbol, offset, len(data))
         before = self._simulated_s()
-        self._broadcast_range(first, count, symbol, offset, data)
-        self._record_transfer("dpu_broadcast_to", True, len(data), count, before)
-        return b""
-
-    def _broadcast_range(self, first: int, count: int, symbol: str, offset: int, data: bytes) -> None:
-        if first == 0 and count == self.device.nr_dpus:
+        if call == "dpu_copy_to" and count == 1:
+            self.device.copy_to(first, symbol, data, offset)
+        elif first == 0 and count == self.device.nr_dpus:
             self.device.broadcast(symbol, data, offset)
-        else:  # one rank of the set: copied DPU by DPU
+        else:
             for dpu in range(first, first + count):
                 self.device.copy_to(dpu, symbol, data, offset)
+        self._record_transfer(call, True, len(data), count, before)
+        return b""
 
     def _dpu_list(self, request: Reader) -> list[int]:
         dpus = [request.u32() for _ in range(request.u32())]
