@@ -51,6 +51,34 @@ def test_tasklets_and_defines_reach_compile_and_link(toolchain, va):
     assert symbols["NR_TASKLETS"] == 2
 
 
+HELPER_KERNEL = """
+#include <defs.h>
+#include <stdint.h>
+__host uint32_t data[64];
+__host uint32_t kept;
+static inline int odd(uint32_t v) { return v & 1; }
+int main(void) {
+    uint32_t n = 0;
+    for (int i = 0; i < 64; i++)
+        if (odd(data[i]))
+            n++;
+    kept = n;
+    return 0;
+}
+"""
+
+
+def test_o2_inlines_static_helpers_as_the_upmem_compiler_does(toolchain, make_kernel):
+    """The front end's IR carries no noinline (L2P's -O0 front end puts it on every function),
+    so O2 inlines a static helper as PrIM's `dpu-upmem-dpurte-clang -O2` does; O0 keeps it."""
+    kernel = make_kernel(HELPER_KERNEL)
+    ir = toolchain.frontend(Variant.of(kernel, "O2", 1), kernel.sources[0])
+    assert "define internal i32 @odd" in ir and "noinline" not in ir
+    o2, _ = _symbols(toolchain.compile(Variant.of(kernel, "O2", 1)).elf_path)
+    o0, _ = _symbols(toolchain.compile(Variant.of(kernel, "O0", 1)).elf_path)
+    assert "odd" in o0 and "odd" not in o2
+
+
 def test_second_compile_hits_the_cache(toolchain, va):
     variant = Variant.of(va, "sroa,instcombine,loop-rotate", 8)
     first = toolchain.compile(variant)

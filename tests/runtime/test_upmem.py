@@ -189,7 +189,7 @@ def cache(tmp_path) -> BuildCache:
 
 def _front(variant: Variant) -> list[str]:
     """Step 1's argv up to the source (the output lives in a temporary directory)."""
-    return ["-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm", "-c",
+    return ["-O2", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
             *(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags(),
             str(variant.kernel.sources[0]), "-o"]
 
@@ -272,7 +272,7 @@ def test_new_pm_opt_gets_passes_text_and_exact_commands(tmp_path, cache, va):
     assert link[:6] == ["-O2", "-Xclang", "-disable-llvm-passes", "-DNR_TASKLETS=4", "-DSTACK_SIZE_DEFAULT=1024",
                         str(next((cache.root / "upmem-opt").rglob("*.bc")))]
     assert link[6] == "-o" and link[7].endswith("/out.elf") and len(link) == 8
-    assert binary.toolchain == toolchain.identity == "upmem-sdk2025.1.0-llvm12.0.0-cg2"
+    assert binary.toolchain == toolchain.identity == "upmem-sdk2025.1.0-llvm12.0.0-cg2-irO2"
     assert binary.elf_path.read_bytes() == dpu_elf() and not binary.cached
 
 
@@ -301,7 +301,7 @@ def test_old_opt_gets_legacy_flags(tmp_path, cache, va, version):
     assert opt_calls[0] == ["--version"] and opt_calls[1] == ["--help"]
     assert opt_calls[2][:3] == ["-sroa", "-functionattrs", "-loop-rotate"] and opt_calls[2][4] == "-o"
     assert opt_calls[3][0] == "-O3" and len(opt_calls) == 4
-    assert toolchain.identity == f"upmem-sdk2025.1.0-llvm{version}-cg2"
+    assert toolchain.identity == f"upmem-sdk2025.1.0-llvm{version}-cg2-irO2"
 
 
 @pytest.mark.parametrize("version, level", [("12.0.0", "-passes=default<O2>"), ("10.0.0", "-O2")])

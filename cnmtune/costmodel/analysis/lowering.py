@@ -9,16 +9,17 @@ constant is one ``move``, and a 64-bit add or subtract keeps its carry in the fl
 gives each instruction the DPU instructions it stands for in its context: 1 where the DPU does
 the same work in one instruction, 0 where a neighbour absorbs it (the rules, with their sources
 and status, are in cnmtune.costmodel.analysis.lowering_rules). A temporary is only fused away
-when it is dead afterwards, by a liveness analysis over the function's CFG.
+when it is dead afterwards, by a liveness analysis over the function's CFG. A direct call reads
+the argument registers its callee reads before writing them (the least fixpoint of every
+function's liveness at its entry); an ecall reads a0..a2 and a7 (cnm_ecall.h's services take at
+most three arguments); an indirect call is taken to read all of a0..a7.
 
 Not modelled (rv32i and DPU counts are taken as equal there): multiplies of 8- and 16-bit
 operands, which the DPU does inline on its 8x8 multipliers (1 instruction for int8 x int8, 7 for
 int8 x int16, DPU_CODEGEN.md §2) where the proxy calls __mulsi3 (N+7 instructions, N the bit
 length of the smaller operand): such a kernel is over-charged by up to 14 instructions per
 multiply; no kernel of the suite has one (at -O2 every __mulsi3 operand comes from lw, addi, slli
-or or, none from a byte or half-word load). A call is taken to read all of a0..a7, so a
-temporary in one of them that no later call reads counts as live (a set-less-than and its branch
-on such a register are not fused). The runtime
+or or, none from a byte or half-word load). The runtime
 routines' bodies are priced by their UPMEM cost, not lowered (cnmtune.runtime.sim.config). A
 64-bit compare-and-branch is left one-to-one on purpose: either path runs two rv32i branches, as
 many as the DPU's sub + subc with a condition.
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cnmtune.costmodel.analysis.calls import call_sites
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
 from cnmtune.costmodel.analysis.lowering_rules import RULES
 from cnmtune.costmodel.analysis.rv32_isa import (OP_AUIPC, OP_BRANCH, OP_IMM, OP_JAL, OP_JALR, OP_LOAD, OP_LUI,
@@ -50,6 +52,7 @@ LOWERING_VERSION = "lowering-" + hashlib.sha256(
 RA = 1
 _ALL = (1 << 32) - 2  # every register but x0
 _ARGS = sum(1 << r for r in range(10, 18))  # a0..a7
+_ECALL_ARGS = sum(1 << r for r in (10, 11, 12, 17))  # a0..a2 and the service number in a7
 _CALLER_SAVED = sum(1 << r for r in (1, 5, 6, 7, *range(10, 18), *range(28, 32)))
 # what the caller still reads after a return or a jump out: ra, sp, gp, tp and s0..s11 (ilp32)
 _PRESERVED = sum(1 << r for r in (1, 2, 3, 4, 8, 9, *range(18, 28)))
@@ -96,9 +99,10 @@ def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None) -> Lowe
     slots = np.where(program.padding, 0, 1).astype(np.int8)
     names = [_name(program, i) for i in range(n)]
     rules = ["one-to-one"] * n
+    reads = _call_reads(program, cfgs)
     for function, cfg in zip(program.functions, cfgs):
         blocks = _blocks(function.first, function.count, cfg)
-        live_after = _liveness(program, blocks, cfg)
+        live_after = _liveness(program, blocks, cfg, reads)[0]
         for start, end in blocks:
             _fuse_block(program, start, end, live_after, slots, names, rules)
         _index_induction(program, function.first, function.first + function.count, slots, names, rules)
@@ -118,8 +122,28 @@ def _blocks(first: int, count: int, cfg: FunctionCfg) -> list[tuple[int, int]]:
     return [(first + a, first + b) for a, b in zip(bounds, bounds[1:])]  # one per CFG block, as cfg.preds
 
 
-def _uses_defs(program: Program, i: int) -> tuple[int, int]:
-    """Registers instruction ``i`` reads and writes, as bit masks (x0 never counts)."""
+def _call_reads(program: Program, cfgs: tuple[FunctionCfg, ...]) -> dict[int, int]:
+    """Direct call instruction -> the argument registers it reads: those its callee reads before
+    writing them, the least fixpoint of every function's liveness at its entry."""
+    sites = [s for s in call_sites(program, cfgs) if s.callee_function is not None and s.exact]
+    blocks = [_blocks(fn.first, fn.count, cfg) for fn, cfg in zip(program.functions, cfgs)]
+    entry = [0] * len(blocks)
+    reads = {s.index: 0 for s in sites}
+    changed = True
+    while changed:
+        changed = False
+        for k, cfg in enumerate(cfgs):
+            if blocks[k]:
+                entry[k] = _liveness(program, blocks[k], cfg, reads)[1] & _ARGS
+        for site in sites:
+            if reads[site.index] != entry[site.callee_function]:
+                reads[site.index], changed = entry[site.callee_function], True
+    return reads
+
+
+def _uses_defs(program: Program, i: int, reads: dict[int, int]) -> tuple[int, int]:
+    """Registers instruction ``i`` reads and writes, as bit masks (x0 never counts); ``reads``
+    gives a direct call's argument registers (any other call reads a0..a7)."""
     f = program.fields
     op, rd, rs1, rs2 = f.opcode[i], f.rd[i], f.rs1[i], f.rs2[i]
     bit = lambda r: (1 << r) & _ALL  # noqa: E731
@@ -132,24 +156,25 @@ def _uses_defs(program: Program, i: int) -> tuple[int, int]:
     if op in (OP_LUI, OP_AUIPC):
         return 0, bit(rd)
     if op in (OP_JAL, OP_JALR) and rd == RA:  # a call: reads its arguments, clobbers caller-saved
-        return _ARGS | (bit(rs1) if op == OP_JALR else 0), _CALLER_SAVED
+        return reads.get(i, _ARGS) | (bit(rs1) if op == OP_JALR else 0), _CALLER_SAVED
     if op == OP_JALR and rs1 == RA and rd == 0:  # return: the result and what the caller preserved
         return _RETURN_VALUES | _PRESERVED, 0
     if op == OP_JALR:  # a tail call or an indirect jump: arguments and preserved registers
-        return _ARGS | _PRESERVED | bit(rs1), bit(rd)
+        return reads.get(i, _ARGS) | _PRESERVED | bit(rs1), bit(rd)
     if op == OP_SYSTEM:  # ecall: a service reads its arguments and answers in a0
-        return _ARGS, 1 << 10
+        return _ECALL_ARGS, 1 << 10
     return 0, bit(rd)
 
 
-def _liveness(program: Program, blocks: list[tuple[int, int]], cfg: FunctionCfg) -> dict[int, int]:
+def _liveness(program: Program, blocks: list[tuple[int, int]], cfg: FunctionCfg,
+              reads: dict[int, int]) -> tuple[dict[int, int], int]:
     """Registers live after each instruction of one function, given its blocks (backward dataflow
-    over its CFG)."""
+    over its CFG), and the registers live at its entry; ``reads`` as for _uses_defs."""
     succs: list[list[int]] = [[] for _ in blocks]
     for b, preds in enumerate(cfg.preds):
         for p in preds:
             succs[p].append(b)
-    effects = {i: _uses_defs(program, i) for start, end in blocks for i in range(start, end)}
+    effects = {i: _uses_defs(program, i, reads) for start, end in blocks for i in range(start, end)}
     live_in = [0] * len(blocks)
     changed = True
     while changed:
@@ -172,7 +197,7 @@ def _liveness(program: Program, blocks: list[tuple[int, int]], cfg: FunctionCfg)
             after[i] = live
             uses, defs = effects[i]
             live = (live & ~defs) | uses
-    return after
+    return after, live_in[0]
 
 
 def _fuse_block(program: Program, start: int, end: int, live_after: dict[int, int], slots: np.ndarray,

@@ -12,7 +12,7 @@ sources to objects and link objects into a DPU program. For each C source the pa
 The chosen pipeline replaces the -O level; each step says what it did in one line on stderr.
 
 Toolchains (``$CNMTUNE_TOOLCHAIN``): ``proxy`` (default) builds the rv32i proxy of the DPU exactly
-as cnmtune's ProxyToolchain does (zig's clang at -O0 without optnone -> the pipeline in-process
+as cnmtune's ProxyToolchain does (zig's clang's IR before any pass -> the pipeline in-process
 with llvmlite -> rv32i code generation at -O2 -> ld.lld with cnmtune's linker script and DPU
 runtime); ``upmem`` drives the UPMEM SDK (its clang -emit-llvm, its opt with the pipeline, its
 clang for code generation and the link). As with the SDK, NR_TASKLETS and STACK_SIZE_DEFAULT

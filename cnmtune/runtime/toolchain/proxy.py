@@ -1,7 +1,7 @@
 """The embedded default toolchain: UPMEM-style C compiled for an rv32i proxy of the DPU.
 
 Four stages, each public so that cnmtune-cc runs exactly the same ones: ``frontend`` (C -> LLVM
-IR with zig's clang at -O0 without optnone, the L2P protocol; ``frontend_args`` is its command
+IR with zig's clang as at -O2 before any LLVM pass, see IR_FLAGS; ``frontend_args`` is its command
 line for any source and flags), ``optimize`` (the pass pipeline in-process with llvmlite),
 ``codegen`` (rv32i object code, assembly or bitcode with llvmlite) and ``link`` (ld.lld with
 cnmtune's DPU linker script and runtime; ``link_args`` is its command line). ``compile(variant)``
@@ -35,8 +35,14 @@ FRONTEND_FLAGS: tuple[str, ...] = (
     *zig.TARGET_FLAGS, "-ffreestanding", "-fno-sanitize=all", "-fno-stack-protector",
     "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-g0", "-w",
 )
-# L2P's front end: unoptimised IR that the pipeline can still optimise (no optnone attribute)
-IR_FLAGS: tuple[str, ...] = ("-O0", "-Xclang", "-disable-O0-optnone")
+# The front end: the IR `clang -O2` makes before its LLVM passes run, which the pipeline then
+# optimises. L2P's front end (-O0 -Xclang -disable-O0-optnone) drops optnone but keeps the
+# noinline that -O0 puts on every function and the frame pointer, so no pipeline could inline a
+# helper the way PrIM's `dpu-upmem-dpurte-clang -O2` build does (SEL's predicate was a call per
+# element). This IR has no noinline, keeps inline hints, TBAA and lifetime markers; O0 (no
+# passes) is this IR as it is.
+IR_FLAGS: tuple[str, ...] = ("-O2", "-Xclang", "-disable-llvm-passes")
+IR_TAG = "irO2"  # names IR_FLAGS in toolchain identities: ELFs of another front end are not reused
 EMITS: tuple[str, ...] = ("obj", "asm", "llvm-bc", "llvm-ll")
 _ZIG_NOISE = "argument unused during compilation"
 
@@ -90,7 +96,7 @@ class ProxyToolchain(Toolchain):
     @property
     def identity(self) -> str:
         return f"proxy-rv32i-clang{zig.clang_version()}-llvm{'.'.join(map(str, llvm.llvm_version_info))}" \
-               f"-llvmlite{llvmlite.__version__}-cg{self.codegen_level}"
+               f"-llvmlite{llvmlite.__version__}-cg{self.codegen_level}-{IR_TAG}"
 
     @property
     def llvm_version(self) -> str:
@@ -122,13 +128,13 @@ class ProxyToolchain(Toolchain):
 
     def frontend_args(self, source: Path, output: Path, flags: Sequence[str] = (), *,
                       warnings: bool = False) -> list[str]:
-        """Stage 1's `zig cc` command line: C -> LLVM IR at -O0 without optnone; `flags` are the
+        """Stage 1's `zig cc` command line: C -> LLVM IR before any pass (IR_FLAGS); `flags` are the
         build's -D/-I/... (a variant's include directories and defines)."""
         return ["cc", *frontend_flags(IR_FLAGS, flags, warnings=warnings), "-S", "-emit-llvm", str(source),
                 "-o", str(output)]
 
     def frontend(self, variant: Variant, source: Path) -> str:
-        """Stage 1: LLVM IR of one source of the variant at -O0 without optnone (cached)."""
+        """Stage 1: LLVM IR of one source of the variant before any pass (IR_FLAGS; cached)."""
         flags = [*(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags()]
         key = content_key(self.identity, _dpu_tree_digest(), variant.kernel.digest(),
                           str(source.relative_to(variant.kernel.root)), *frontend_flags(IR_FLAGS, flags))

@@ -1,9 +1,10 @@
 """The UPMEM SDK toolchain: a kernel compiled by the SDK's own clang and opt into a DPU ELF.
 
-The L2P protocol, with the SDK's tools (FACTS.md §9; DESIGN.md "Real UPMEM"):
-1. `dpu-upmem-dpurte-clang -O0 -Xclang -disable-O0-optnone -emit-llvm -c` per source, with the
+L2P's protocol, with the SDK's tools (FACTS.md §9; DESIGN.md "Real UPMEM"):
+1. `dpu-upmem-dpurte-clang -O2 -Xclang -disable-llvm-passes -emit-llvm -c` per source, with the
    kernel's include directories and the variant's -D flags (NR_TASKLETS, STACK_SIZE_DEFAULT
-   included): unoptimised bitcode the passes can still transform;
+   included): bitcode before any pass, which the pipeline transforms (the proxy's IR_FLAGS: not
+   L2P's -O0 front end, whose noinline on every function no pipeline can undo);
 2. the SDK's `opt` with the variant's pipeline (cnmtune.runtime.toolchain.opt);
 3. `dpu-upmem-dpurte-clang -O<cg> -Xclang -disable-llvm-passes -DNR_TASKLETS=n
    -DSTACK_SIZE_DEFAULT=b *.bc -o prog.elf`: code generation and the SDK link. The driver turns
@@ -40,7 +41,7 @@ from cnmtune.runtime.toolchain.base import Binary, Toolchain, Variant, tasklet_d
 from cnmtune.runtime.toolchain.cache import BuildCache, content_key
 from cnmtune.runtime.toolchain.dpu_layout import read_dpu_memory_use
 from cnmtune.runtime.toolchain.opt import OptTool, is_unknown_pass_error
-from cnmtune.runtime.toolchain.proxy import IR_FLAGS
+from cnmtune.runtime.toolchain.proxy import IR_FLAGS, IR_TAG
 from cnmtune.runtime.upmem.sdk import UpmemSdk
 
 _IRAM = re.compile(r"[^\n]*(?:region '?iram'?|'?iram'? overflowed|iram[^\n]*overflow)[^\n]*", re.I)
@@ -93,7 +94,7 @@ class UpmemToolchain(Toolchain):
     def identity(self) -> str:
         if self._identity is None:
             _ = self.sdk.clang  # a missing driver is reported before anything runs
-            self._identity = f"upmem-sdk{self.sdk.version}-llvm{self.opt.version}-cg{self.codegen_level}"
+            self._identity = f"upmem-sdk{self.sdk.version}-llvm{self.opt.version}-cg{self.codegen_level}-{IR_TAG}"
         return self._identity
 
     @property
@@ -115,7 +116,7 @@ class UpmemToolchain(Toolchain):
         return Binary(variant, elf_path, elf_hash, self.identity, memory, time.perf_counter() - start, cached)
 
     def frontend_args(self, source: Path, output: Path, flags: Sequence[str]) -> list[str]:
-        """Stage 1's command line: C -> unoptimised bitcode without optnone; `flags` are the
+        """Stage 1's command line: C -> bitcode before any pass (IR_FLAGS); `flags` are the
         build's -D/-I/... (a variant's include directories and defines)."""
         return [str(self.sdk.clang), *IR_FLAGS, "-emit-llvm", "-c", *flags, str(source), "-o", str(output)]
 
@@ -138,7 +139,7 @@ class UpmemToolchain(Toolchain):
                 "-o", str(output)]
 
     def frontend(self, variant: Variant, source: Path) -> Path:
-        """Stage 1: cached bitcode of one source of the variant at -O0 without optnone."""
+        """Stage 1: cached bitcode of one source of the variant before any pass (IR_FLAGS)."""
         key = content_key(self.identity, variant.kernel.digest(), str(source.relative_to(variant.kernel.root)),
                           *variant.define_flags())
         path = self.cache.path("upmem-ir", key, ".bc")

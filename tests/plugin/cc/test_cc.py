@@ -421,7 +421,7 @@ def test_upmem_toolchain_through_a_standin_sdk(run_cc, tmp_path, cache_dir):
     assert [c["tool"] for c in work] == ["dpu-upmem-dpurte-clang", "opt", "dpu-upmem-dpurte-clang",
                                          "dpu-upmem-dpurte-clang"]
     front, opt, codegen, link = (c["argv"] for c in work)
-    assert front[:5] == ["-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm", "-c"]
+    assert front[:5] == ["-O2", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c"]
     assert "-DNR_TASKLETS=16" in front and f"-I{INCLUDES[0]}" in front and str(SOURCE) in front
     assert opt[0] == "-passes=function(sroa,instcombine,simplifycfg,loop(loop-rotate))"
     assert codegen[:4] == ["-O2", "-Xclang", "-disable-llvm-passes", "-c"]
