@@ -4,6 +4,7 @@ import hashlib
 
 import llvmlite.binding as llvm
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from cnmtune.errors import CompileError, PipelineError
 from cnmtune.passes import Pipeline, apply_pipeline
@@ -115,3 +116,27 @@ def test_runtime_unrolling_unrolls_a_loop_with_a_run_time_trip_count(va):
     assert unrolled.memory.iram_instructions > plain.memory.iram_instructions  # the unrolled body and its remainder
     fast, slow = run_binary(unrolled, 1, 8192), run_binary(plain, 1, 8192)
     assert fast.verified and slow.verified and fast.kernel_s < 0.9 * slow.kernel_s
+
+
+def test_the_inline_threshold_decides_what_is_inlined(make_kernel):
+    """Two helpers, each called twice: at O2 (threshold 225) the large one stays a call and the
+    medium one is inlined; threshold 1000 inlines both, threshold 0 neither (llvm.set_option
+    accepts any name, so the knob is shown by its effect)."""
+    def helper(name, lines):
+        body = "".join(f"    x = x * {3 + 2 * i} + (x >> {1 + i % 7});\n" for i in range(lines))
+        return f"static uint32_t {name}(uint32_t x) {{\n{body}    return x;\n}}\n"
+
+    kernel = make_kernel("#include <defs.h>\n#include <stdint.h>\n__host uint32_t v[16];\n"
+                         + helper("large", 40) + helper("medium", 3)
+                         + "int main(void) { for (int i = 0; i < 16; i++) "
+                           "v[i] = large(v[i]) + large(v[i] ^ 1) + medium(v[i]) + medium(v[i] ^ 2); return 0; }\n")
+    toolchain = ProxyToolchain()
+
+    def functions(pipeline):
+        with open(toolchain.compile(Variant.of(kernel, pipeline, 1)).elf_path, "rb") as handle:
+            return {s.name for s in ELFFile(handle).get_section_by_name(".symtab").iter_symbols()
+                    if s["st_info"]["type"] == "STT_FUNC"} & {"large", "medium"}
+
+    assert functions("O2") == {"large"}
+    assert functions("O2,inline-threshold=1000") == set()
+    assert functions("O2,inline-threshold=0") == {"large", "medium"}
