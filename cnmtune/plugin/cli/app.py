@@ -32,6 +32,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode="markdown",  # a docstring's line breaks are not kept in the help text
 )
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(model_app, name="model")
