@@ -124,13 +124,17 @@ def test_constants_and_calls_are_one_dpu_instruction():
     assert low.mnemonics[0] == "move" and low.mnemonics[3] == "call"
 
 
-def _carry_then_call(callee: list) -> list[int]:
-    """f: a 64-bit add whose carry sits in a4, then a call to g (``callee``), then a return."""
-    _, low = lowered([
-        ("add", "a0", "a0", "a2"), ("sltu", "a4", "a0", "a2"), ("add", "a1", "a1", "a3"),
-        ("add", "a1", "a1", "a4"), ("call", 7), ("ret",),
-        *callee,
-    ], functions=[("f", 0, 7), ("g", 7, len(callee))])
+def _carry_then_call(*callees: list) -> list[int]:
+    """The slots of f's 64-bit add whose carry sits in a4, followed by a call to the first of
+    ``callees`` (each a function's lines, laid out after f) and a return."""
+    f = [("add", "a0", "a0", "a2"), ("sltu", "a4", "a0", "a2"), ("add", "a1", "a1", "a3"),
+         ("add", "a1", "a1", "a4"), ("call", 7), ("ret",)]  # 7 words: call is auipc + jalr
+    functions, first = [("f", 0, 7)], 7
+    for k, callee in enumerate(callees):
+        words = len(assemble(callee))
+        functions.append((f"g{k}", first, words))
+        first += words
+    _, low = lowered([*f, *(line for callee in callees for line in callee)], functions=functions)
     return slots(low, 0, 4)
 
 
@@ -146,13 +150,7 @@ def test_a_callee_reading_the_register_keeps_the_carry():
 
 def test_arguments_read_through_a_chain_of_calls_count():
     """g passes a4 on to h, which reads it: the least fixpoint over the call graph sees it."""
-    _, low = lowered([
-        ("add", "a0", "a0", "a2"), ("sltu", "a4", "a0", "a2"), ("add", "a1", "a1", "a3"),
-        ("add", "a1", "a1", "a4"), ("call", 7), ("ret",),
-        ("call", 10), ("ret",),
-        ("sw", "a4", "a0", 0), ("ret",),
-    ], functions=[("f", 0, 7), ("g", 7, 3), ("h", 10, 2)])
-    assert slots(low, 0, 4) == [1, 1, 1, 1]
+    assert _carry_then_call([("call", 10), ("ret",)], [("sw", "a4", "a0", 0), ("ret",)]) == [1, 1, 1, 1]
 
 
 def test_every_rule_has_a_source_and_a_status():
