@@ -27,8 +27,8 @@ many as the DPU's sub + subc with a condition.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,10 +44,13 @@ from cnmtune.costmodel.analysis.program import KERNEL, RUNTIME
 from cnmtune.costmodel.analysis.rv32_program import Program, decode_rv32
 from cnmtune.dpu.slots import DpuSlots
 
-#: Version of the lowering (this module and its rule table): DpuConfig.hash includes it, so
-#: times simulated under another lowering are not taken for current ones.
-LOWERING_VERSION = "lowering-" + hashlib.sha256(
-    b"".join(Path(__file__).with_name(f).read_bytes() for f in ("lowering.py", "lowering_rules.py"))).hexdigest()[:12]
+#: Version of what the lowering computes (this module and its rule table): DpuConfig.hash
+#: includes it, so times simulated under another lowering are not taken for current ones. Give it
+#: a new name whenever any ELF's slots, mnemonics or rules change; a refactor that changes none
+#: keeps it. tests/costmodel/analysis/test_lowering.py holds the lowering of five kernels to it.
+#: (It was a hash of the two files' text; the name is that hash's last value, so stored times keep
+#: their keys.)
+LOWERING_VERSION = "lowering-e2dffd7c8368"
 
 RA = 1
 _ALL = (1 << 32) - 2  # every register but x0
@@ -99,11 +102,9 @@ def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None) -> Lowe
     slots = np.where(program.padding, 0, 1).astype(np.int8)
     names = [_name(program, i) for i in range(n)]
     rules = ["one-to-one"] * n
-    reads = _call_reads(program, cfgs)
+    live_after = _Liveness(program, cfgs).after()
     for function, cfg in zip(program.functions, cfgs):
-        blocks = _blocks(function.first, function.count, cfg)
-        live_after = _liveness(program, blocks, cfg, reads)[0]
-        for start, end in blocks:
+        for start, end in _blocks(function.first, function.count, cfg):
             _fuse_block(program, start, end, live_after, slots, names, rules)
         _index_induction(program, function.first, function.first + function.count, slots, names, rules)
     return Lowering(slots, tuple(name if s else "" for name, s in zip(names, slots)), tuple(rules))
@@ -122,82 +123,121 @@ def _blocks(first: int, count: int, cfg: FunctionCfg) -> list[tuple[int, int]]:
     return [(first + a, first + b) for a, b in zip(bounds, bounds[1:])]  # one per CFG block, as cfg.preds
 
 
-def _call_reads(program: Program, cfgs: tuple[FunctionCfg, ...]) -> dict[int, int]:
-    """Direct call instruction -> the argument registers it reads: those its callee reads before
-    writing them, the least fixpoint of every function's liveness at its entry."""
-    sites = [s for s in call_sites(program, cfgs) if s.callee_function is not None and s.exact]
-    blocks = [_blocks(fn.first, fn.count, cfg) for fn, cfg in zip(program.functions, cfgs)]
-    entry = [0] * len(blocks)
-    reads = {s.index: 0 for s in sites}
-    changed = True
-    while changed:
-        changed = False
-        for k, cfg in enumerate(cfgs):
-            if blocks[k]:
-                entry[k] = _liveness(program, blocks[k], cfg, reads)[1] & _ARGS
-        for site in sites:
-            if reads[site.index] != entry[site.callee_function]:
-                reads[site.index], changed = entry[site.callee_function], True
-    return reads
+class _Liveness:
+    """The registers live after every instruction of a program (backward dataflow over each
+    function's CFG, as bit masks; x0 never counts). A direct call reads the argument registers
+    its callee reads before writing them: the least fixpoint of every function's liveness at its
+    entry over the call graph. Any other call reads a0..a7."""
 
+    def __init__(self, program: Program, cfgs: tuple[FunctionCfg, ...]):
+        self.blocks = [_blocks(fn.first, fn.count, cfg) for fn, cfg in zip(program.functions, cfgs)]
+        self.succs = []
+        for cfg, blocks in zip(cfgs, self.blocks):
+            succs: list[list[int]] = [[] for _ in blocks]
+            for b, preds in enumerate(cfg.preds):
+                for p in preds:
+                    succs[p].append(b)
+            self.succs.append(succs)
+        self.preds = [cfg.preds for cfg in cfgs]
+        f = program.fields
+        self.uses, self.defs, self.call_base = _effects(f.opcode, f.rd, f.rs1, f.rs2)
+        self.live_in: list[list[int]] = [[] for _ in self.blocks]
+        self._solve_with_call_reads(program, cfgs)
 
-def _uses_defs(program: Program, i: int, reads: dict[int, int]) -> tuple[int, int]:
-    """Registers instruction ``i`` reads and writes, as bit masks (x0 never counts); ``reads``
-    gives a direct call's argument registers (any other call reads a0..a7)."""
-    f = program.fields
-    op, rd, rs1, rs2 = f.opcode[i], f.rd[i], f.rs1[i], f.rs2[i]
-    bit = lambda r: (1 << r) & _ALL  # noqa: E731
-    if op == OP_REG:
-        return bit(rs1) | bit(rs2), bit(rd)
-    if op in (OP_IMM, OP_LOAD):
-        return bit(rs1), bit(rd)
-    if op in (OP_STORE, OP_BRANCH):
-        return bit(rs1) | bit(rs2), 0
-    if op in (OP_LUI, OP_AUIPC):
-        return 0, bit(rd)
-    if op in (OP_JAL, OP_JALR) and rd == RA:  # a call: reads its arguments, clobbers caller-saved
-        return reads.get(i, _ARGS) | (bit(rs1) if op == OP_JALR else 0), _CALLER_SAVED
-    if op == OP_JALR and rs1 == RA and rd == 0:  # return: the result and what the caller preserved
-        return _RETURN_VALUES | _PRESERVED, 0
-    if op == OP_JALR:  # a tail call or an indirect jump: arguments and preserved registers
-        return reads.get(i, _ARGS) | _PRESERVED | bit(rs1), bit(rd)
-    if op == OP_SYSTEM:  # ecall: a service reads its arguments and answers in a0
-        return _ECALL_ARGS, 1 << 10
-    return 0, bit(rd)
+    def _solve_with_call_reads(self, program: Program, cfgs: tuple[FunctionCfg, ...]) -> None:
+        """Direct calls start reading nothing; a function whose entry liveness grows passes it to
+        its call sites and its callers are solved again, until nothing changes."""
+        callers: dict[int, list[int]] = {}
+        for site in call_sites(program, cfgs):
+            if site.callee_function is not None and site.exact and site.index in self.call_base:
+                callers.setdefault(site.callee_function, []).append(site.index)
+                self.uses[site.index] = self.call_base[site.index]
+        entry = [0] * len(self.blocks)
+        pending = set(range(len(self.blocks)))
+        while pending:
+            k = pending.pop()
+            self.live_in[k] = self._solve(k)
+            reads = self.live_in[k][0] & _ARGS if self.blocks[k] else 0
+            if reads != entry[k]:
+                entry[k] = reads
+                for i in callers.get(k, ()):
+                    self.uses[i] = self.call_base[i] | reads
+                    pending.add(int(program.function_of[i]))
 
-
-def _liveness(program: Program, blocks: list[tuple[int, int]], cfg: FunctionCfg,
-              reads: dict[int, int]) -> tuple[dict[int, int], int]:
-    """Registers live after each instruction of one function, given its blocks (backward dataflow
-    over its CFG), and the registers live at its entry; ``reads`` as for _uses_defs."""
-    succs: list[list[int]] = [[] for _ in blocks]
-    for b, preds in enumerate(cfg.preds):
-        for p in preds:
-            succs[p].append(b)
-    effects = {i: _uses_defs(program, i, reads) for start, end in blocks for i in range(start, end)}
-    live_in = [0] * len(blocks)
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(range(len(blocks))):
-            live = 0
+    def _solve(self, k: int) -> list[int]:
+        """Live-in of each block of function ``k`` (a worklist over block summaries)."""
+        blocks, succs, preds = self.blocks[k], self.succs[k], self.preds[k]
+        uses, defs = self.uses, self.defs
+        gen, kill = [0] * len(blocks), [0] * len(blocks)
+        for b, (start, end) in enumerate(blocks):
+            g = d = 0
+            for i in range(end - 1, start - 1, -1):
+                g = (g & ~defs[i]) | uses[i]
+                d |= defs[i]
+            gen[b], kill[b] = g, d
+        live_in = [0] * len(blocks)
+        work, queued = list(range(len(blocks))), [True] * len(blocks)
+        while work:
+            b = work.pop()
+            queued[b] = False
+            out = 0
             for s in succs[b]:
-                live |= live_in[s]
-            for i in reversed(range(*blocks[b])):
-                uses, defs = effects[i]
-                live = (live & ~defs) | uses
-            if live != live_in[b]:
-                live_in[b], changed = live, True
-    after: dict[int, int] = {}
-    for b, (start, end) in enumerate(blocks):
-        live = 0
-        for s in succs[b]:
-            live |= live_in[s]
-        for i in reversed(range(start, end)):
-            after[i] = live
-            uses, defs = effects[i]
-            live = (live & ~defs) | uses
-    return after, live_in[0]
+                out |= live_in[s]
+            new = gen[b] | (out & ~kill[b])
+            if new != live_in[b]:
+                live_in[b] = new
+                for p in preds[b]:
+                    if not queued[p]:
+                        queued[p] = True
+                        work.append(p)
+        return live_in
+
+    def after(self) -> list[int]:
+        """Registers live after each instruction (0 outside functions)."""
+        after = [0] * len(self.uses)
+        uses, defs = self.uses, self.defs
+        for k, blocks in enumerate(self.blocks):
+            live_in, succs = self.live_in[k], self.succs[k]
+            for b, (start, end) in enumerate(blocks):
+                live = 0
+                for s in succs[b]:
+                    live |= live_in[s]
+                for i in range(end - 1, start - 1, -1):
+                    after[i] = live
+                    live = (live & ~defs[i]) | uses[i]
+        return after
+
+
+def _effects(opcodes: Sequence[int], rds: Sequence[int], rs1s: Sequence[int],
+             rs2s: Sequence[int]) -> tuple[list[int], list[int], dict[int, int]]:
+    """Registers each instruction reads and writes, as bit masks (a call reading a0..a7), and per
+    call, what it reads besides its arguments."""
+    bit = lambda r: (1 << r) & _ALL  # noqa: E731
+    uses, defs, call_base = [], [], {}
+    for i, (op, rd, rs1, rs2) in enumerate(zip(opcodes, rds, rs1s, rs2s)):
+        if op == OP_REG:
+            u, d = bit(rs1) | bit(rs2), bit(rd)
+        elif op in (OP_IMM, OP_LOAD):
+            u, d = bit(rs1), bit(rd)
+        elif op in (OP_STORE, OP_BRANCH):
+            u, d = bit(rs1) | bit(rs2), 0
+        elif op in (OP_LUI, OP_AUIPC):
+            u, d = 0, bit(rd)
+        elif op in (OP_JAL, OP_JALR) and rd == RA:  # a call: reads its arguments, clobbers caller-saved
+            call_base[i] = bit(rs1) if op == OP_JALR else 0
+            u, d = call_base[i] | _ARGS, _CALLER_SAVED
+        elif op == OP_JALR and rs1 == RA and rd == 0:  # return: the result and what the caller preserved
+            u, d = _RETURN_VALUES | _PRESERVED, 0
+        elif op == OP_JALR:  # a tail call or an indirect jump: arguments and preserved registers
+            call_base[i] = _PRESERVED | bit(rs1)
+            u, d = call_base[i] | _ARGS, bit(rd)
+        elif op == OP_SYSTEM:  # ecall: a service reads its arguments and answers in a0
+            u, d = _ECALL_ARGS, 1 << 10
+        else:
+            u, d = 0, bit(rd)
+        uses.append(u)
+        defs.append(d)
+    return uses, defs, call_base
 
 
 def _fuse_block(program: Program, start: int, end: int, live_after: dict[int, int], slots: np.ndarray,

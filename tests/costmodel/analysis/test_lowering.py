@@ -3,6 +3,9 @@ instructions each rv32i instruction stands for in its context."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +14,7 @@ import pytest
 from cnmtune.costmodel.analysis.cfg import loop_depths
 from cnmtune.costmodel.analysis.elf import load_elf
 from cnmtune.costmodel.analysis.features import extract_features
-from cnmtune.costmodel.analysis.lowering import lower, lowered_summary
+from cnmtune.costmodel.analysis.lowering import LOWERING_VERSION, lower, lowered_summary
 from cnmtune.costmodel.analysis.schema import DPU_SCHEMA_VERSION, dpu_schema
 from cnmtune.costmodel.analysis.lowering_rules import RULES
 from cnmtune.costmodel.analysis.rv32_program import decode_rv32
@@ -20,6 +23,8 @@ from cnmtune.runtime.toolchain import Variant
 from rv32_asm import assemble, program
 
 ARITH = Path(__file__).resolve().parents[3] / "benchmarks" / "micro" / "arith"
+LOWERING_DATA = Path(__file__).resolve().parent / "data" / "lowering"
+GOLDEN = json.loads((LOWERING_DATA / "golden.json").read_text())
 
 
 def lowered(lines: list, functions=None):
@@ -151,6 +156,18 @@ def test_a_callee_reading_the_register_keeps_the_carry():
 def test_arguments_read_through_a_chain_of_calls_count():
     """g passes a4 on to h, which reads it: the least fixpoint over the call graph sees it."""
     assert _carry_then_call([("call", 10), ("ret",)], [("sw", "a4", "a0", 0), ("ret",)]) == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("elf", sorted(GOLDEN["elves"]))
+def test_the_lowering_version_names_what_the_lowering_computes(elf):
+    """Stored times are keyed by LOWERING_VERSION: the lowering of five O2 kernels (bfs, bs, red,
+    sel, trns: every rule but set-compare and borrow, direct calls included) is the one recorded
+    for the version. If this fails the lowering changed: give LOWERING_VERSION a new name and
+    record the values below in data/lowering/golden.json."""
+    low = lower(decode_rv32(load_elf(gzip.decompress((LOWERING_DATA / elf).read_bytes()), elf)))
+    found = {"dpu_instructions": int(low.slots.sum()),
+             "digest": hashlib.sha256(low.slots.tobytes() + "\n".join(low.mnemonics + low.rules).encode()).hexdigest()}
+    assert (LOWERING_VERSION, found) == (GOLDEN["version"], GOLDEN["elves"][elf])
 
 
 def test_every_rule_has_a_source_and_a_status():
