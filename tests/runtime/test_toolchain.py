@@ -6,9 +6,12 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from cnmtune.dpu.memory_map import IRAM_BASE, IRAM_CAPACITY_INSTRUCTIONS
-from cnmtune.errors import CompileError, IramOverflow, KernelError, LinkError, WramOverflow
+from cnmtune.dpu.elf_tables import symbol_values
+from cnmtune.errors import (CompileError, ElfError, IramOverflow, KernelError, LinkError, NotAnElf, TruncatedElf,
+                            WramOverflow)
 from cnmtune.passes import NAMES, Pipeline, random_pipeline
 from cnmtune.runtime.toolchain import Variant
+from cnmtune.runtime.toolchain.layout import read_memory_use
 
 SMALL_KERNEL = """
 #include <defs.h>
@@ -35,6 +38,28 @@ def test_va_o2_links_with_dpu_memory_map(va_o2):
     assert 0 < va_o2.memory.kernel_instructions < IRAM_CAPACITY_INSTRUCTIONS
     assert va_o2.memory.wram_stack_bytes == 16 * 1024
     assert len(va_o2.elf_hash) == 64
+
+
+def test_symbols_read_without_pyelftools_agree_with_it(va_o2):
+    with open(va_o2.elf_path, "rb") as handle:
+        expected: dict[str, int] = {}
+        for symbol in ELFFile(handle).get_section_by_name(".symtab").iter_symbols():
+            if symbol.name:
+                expected.setdefault(symbol.name, symbol["st_value"])
+    assert symbol_values(va_o2.elf_path.read_bytes(), "va") == expected
+
+
+def test_memory_use_of_a_cut_foreign_or_unlinked_file_is_one_clear_error(toolchain, va_o2, tmp_path):
+    data = va_o2.elf_path.read_bytes()
+    cut, text = tmp_path / "cut.elf", tmp_path / "text.elf"
+    cut.write_bytes(data[:len(data) // 2])
+    text.write_bytes(b"int main(void) { return 0; }\n")
+    with pytest.raises(TruncatedElf, match=r"cut.elf: truncated ELF \(section"):
+        read_memory_use(cut)
+    with pytest.raises(NotAnElf, match="text.elf: not an ELF file"):
+        read_memory_use(text)
+    with pytest.raises(ElfError, match="not linked with cnmtune's DPU linker script"):
+        read_memory_use(toolchain.runtime_objects()[0])  # a relocatable object: no boundary symbols
 
 
 def test_pipelines_change_the_binary(toolchain, va, va_o2):

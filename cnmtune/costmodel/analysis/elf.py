@@ -4,9 +4,7 @@
 instructions) and ``load_dpu_elf`` real UPMEM DPU binaries (ELF32, little endian, e_machine
 245, ET_EXEC, 8-byte instruction slots; shared/upmem/DPU_ISA.md §1); each refuses everything
 else with one line naming the file and the cause. ``elf_machine`` tells them apart. The
-headers and the symbol table are read with struct/numpy rather than pyelftools: pyelftools
-takes ~2 ms to open an ELF and ~20 us per symbol, and a linked image holds thousands of
-symbols (mostly ``$d`` and ``.L`` locals), while the whole extraction must stay in a few ms.
+section and symbol tables are read by cnmtune.dpu.elf_tables (struct/numpy, not pyelftools).
 """
 
 from __future__ import annotations
@@ -17,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
+from cnmtune.dpu.elf_tables import (EHDR, SHT_NOBITS, SHT_NULL, Section, read_sections, string_at,
+                                     symbol_table)
 from cnmtune.errors import ElfError, NotAnElf, TruncatedElf, UnsupportedMachine
 
 EM_RISCV = 243
 EM_DPU = 245
 EF_RISCV_RVC = 0x1
-SHF_ALLOC = 0x2
-SHF_EXECINSTR = 0x4
 SHN_ABS = 0xFFF1
 
 MACHINE_NAMES = {
@@ -37,26 +35,8 @@ MACHINE_NAMES = {
 _ET_NAMES = {0: "ET_NONE", 1: "ET_REL (a relocatable object: link it first)", 2: "ET_EXEC",
              3: "ET_DYN (a shared object or PIE)", 4: "ET_CORE (a core dump)"}
 
-_EHDR = struct.Struct("<16sHHIIIIIHHHHHH")
-_SHDR_DTYPE = np.dtype([("name", "<u4"), ("type", "<u4"), ("flags", "<u4"), ("addr", "<u4"),
-                        ("offset", "<u4"), ("size", "<u4"), ("link", "<u4"), ("info", "<u4"),
-                        ("addralign", "<u4"), ("entsize", "<u4")])
-_SHT_NULL, _SHT_SYMTAB, _SHT_NOBITS = 0, 2, 8
-_SYM_DTYPE = np.dtype([("name", "<u4"), ("value", "<u4"), ("size", "<u4"),
-                       ("info", "u1"), ("other", "u1"), ("shndx", "<u2")])
 _STT_NOTYPE, _STT_FUNC = 0, 2
 _STB_LOCAL = 0
-
-
-@dataclass(frozen=True)
-class Section:
-    """One section header: where it lives in the target's address space and how big it is."""
-
-    name: str
-    address: int
-    size: int
-    alloc: bool
-    executable: bool
 
 
 @dataclass(frozen=True)
@@ -130,7 +110,7 @@ def load_elf(source: str | Path | bytes, name: str | None = None) -> ElfImage:
     """Read and validate a proxy ELF from a path or from bytes; raise an ElfError subclass."""
     data, label = read_source(source, name)
     _check_identity(data, label)
-    headers, sections = _read_sections(data, label)
+    headers, sections = read_sections(data, label)
     return _image(data, label, headers, sections)
 
 
@@ -141,7 +121,7 @@ def load_dpu_elf(source: str | Path | bytes, name: str | None = None) -> ElfImag
     """
     data, label = read_source(source, name)
     _check_identity(data, label, EM_DPU)
-    headers, sections = _read_sections(data, label)
+    headers, sections = read_sections(data, label)
     return _image(data, label, headers, sections, machine="dpu", slot=8)
 
 
@@ -171,7 +151,7 @@ def _check_identity(data: bytes, label: str, expected: int = EM_RISCV) -> None:
         raise UnsupportedMachine(f"{label}: {kind} {arch} ELF; {target} is 32-bit")
     if ei_data != 1:
         raise UnsupportedMachine(f"{label}: big-endian {arch} ELF; {target} is little endian")
-    if len(data) < _EHDR.size:
+    if len(data) < EHDR.size:
         raise TruncatedElf(f"{label}: truncated ELF ({len(data)} bytes, the ELF header is cut)")
     e_type, = struct.unpack_from("<H", data, 16)
     if e_type != 2:
@@ -181,38 +161,6 @@ def _check_identity(data: bytes, label: str, expected: int = EM_RISCV) -> None:
         raise UnsupportedMachine(
             f"{label}: RISC-V ELF with compressed (C) instructions (e_flags RVC); the proxy "
             "target is rv32i with 4-byte instructions only")
-
-
-def _read_sections(data: bytes, label: str) -> tuple[np.ndarray, tuple[Section, ...]]:
-    """The raw section header table and its decoded sections, bounds-checked."""
-    (*_, e_shoff, _flags, _ehsize, _phentsize, _phnum, e_shentsize, e_shnum,
-     e_shstrndx) = _EHDR.unpack_from(data)
-    if e_shnum == 0:
-        raise ElfError(f"{label}: ELF without section headers; cnmtune needs .text and .symtab")
-    if e_shentsize != _SHDR_DTYPE.itemsize:
-        raise TruncatedElf(f"{label}: corrupt ELF (section header size {e_shentsize}, "
-                           f"expected {_SHDR_DTYPE.itemsize})")
-    table_end = e_shoff + e_shnum * e_shentsize
-    if table_end > len(data):
-        raise TruncatedElf(f"{label}: truncated ELF (section header table ends at byte "
-                           f"{table_end}, the file has {len(data)})")
-    headers = np.frombuffer(data, dtype=_SHDR_DTYPE, count=e_shnum, offset=e_shoff)
-    if e_shstrndx >= e_shnum:
-        raise TruncatedElf(f"{label}: corrupt ELF (section name table index {e_shstrndx})")
-    ends = headers["offset"].astype(np.int64) + headers["size"]
-    stored = (headers["type"] != _SHT_NOBITS) & (headers["type"] != _SHT_NULL)
-    beyond = np.flatnonzero(stored & (ends > len(data)))
-    if beyond.size:
-        k = int(beyond[0])
-        raise TruncatedElf(f"{label}: truncated ELF (section {k} ends at byte {int(ends[k])}, "
-                           f"the file has {len(data)})")
-    names_at = int(headers["offset"][e_shstrndx])
-    names = data[names_at:names_at + int(headers["size"][e_shstrndx])]
-    sections = tuple(
-        Section(_name(names, int(h["name"]), label), int(h["addr"]), int(h["size"]),
-                bool(h["flags"] & SHF_ALLOC), bool(h["flags"] & SHF_EXECINSTR))
-        for h in headers)
-    return headers, sections
 
 
 def _image(data: bytes, label: str, headers: np.ndarray, sections: tuple[Section, ...],
@@ -226,22 +174,13 @@ def _image(data: bytes, label: str, headers: np.ndarray, sections: tuple[Section
         what = "8-byte DPU instruction slots" if machine == "dpu" else "4-byte rv32i instructions"
         raise ElfError(f"{label}: .text is {t_size} bytes at 0x{t_addr:08x}, not a whole number "
                        f"of aligned {what}")
-    symtab = index.get(".symtab")
-    if symtab is None or headers["type"][symtab] != _SHT_SYMTAB:
-        raise ElfError(f"{label}: no .symtab (stripped ELF?); cnmtune needs the symbols to "
-                       "attribute code to functions")
-    strtab = int(headers["link"][symtab])
-    if not 0 < strtab < len(sections):
-        raise TruncatedElf(f"{label}: corrupt ELF (.symtab links to section {strtab})")
-    off = int(headers["offset"][strtab])
-    strings = data[off:off + int(headers["size"][strtab])]
-    syms = _symbols(data, int(headers["offset"][symtab]), int(headers["size"][symtab]), label)
+    syms, strings = symbol_table(data, headers, sections, label)
     functions, labels, values, absolute = _classify(syms, strings, text, t_addr,
                                                     t_addr + t_size, label)
     t_off = int(headers["offset"][text])
     # What the loader writes into the data memories (WRAM, MRAM): constant pools and
     # initialised globals, read when a call target is loaded from a link-time address.
-    stored = (headers["type"] != _SHT_NOBITS) & (headers["type"] != _SHT_NULL)
+    stored = (headers["type"] != SHT_NOBITS) & (headers["type"] != SHT_NULL)
     initialised = tuple(
         (s.address, data[int(h["offset"]):int(h["offset"]) + s.size])
         for s, h, keep in zip(sections, headers, stored.tolist())
@@ -249,21 +188,6 @@ def _image(data: bytes, label: str, headers: np.ndarray, sections: tuple[Section
     return ElfImage(name=label, data=data, machine=machine, text_address=t_addr,
                     text=data[t_off:t_off + t_size], sections=sections, functions=functions,
                     labels=labels, symbols=values, absolute=absolute, initialised=initialised)
-
-
-def _symbols(data: bytes, offset: int, size: int, label: str) -> np.ndarray:
-    if size % _SYM_DTYPE.itemsize:
-        raise TruncatedElf(f"{label}: corrupt .symtab (size {size} is not a multiple of "
-                           f"{_SYM_DTYPE.itemsize})")
-    return np.frombuffer(data, dtype=_SYM_DTYPE, count=size // _SYM_DTYPE.itemsize, offset=offset)
-
-
-def _name(strings: bytes, offset: int, label: str) -> str:
-    end = strings.find(b"\0", offset)
-    if offset >= len(strings) or end < 0:
-        raise TruncatedElf(
-            f"{label}: corrupt ELF (a symbol or section name lies outside its string table)")
-    return strings[offset:end].decode("utf-8", "replace")
 
 
 def _preferred(aliases: list[tuple[str, bool, int]]) -> str:
@@ -289,7 +213,7 @@ def _classify(syms: np.ndarray, strings: bytes, text_index: int, text_start: int
         & (syms["value"] < text_end)
     by_address: dict[int, list[tuple[str, bool, int]]] = {}
     for i in np.flatnonzero(in_text & (kind == _STT_FUNC)).tolist():
-        name = _name(strings, int(syms["name"][i]), label)
+        name = string_at(strings, int(syms["name"][i]), label)
         by_address.setdefault(int(syms["value"][i]), []).append(
             (name, bool(local[i]), int(syms["size"][i])))
     functions = tuple(FunctionSymbol(_preferred(group), address, max(g[2] for g in group))
@@ -299,7 +223,7 @@ def _classify(syms: np.ndarray, strings: bytes, text_index: int, text_start: int
     absolute = set()
     labels = []
     for i in np.flatnonzero(~local).tolist():
-        name = _name(strings, int(syms["name"][i]), label)
+        name = string_at(strings, int(syms["name"][i]), label)
         if not name:
             continue
         values[name] = int(syms["value"][i])

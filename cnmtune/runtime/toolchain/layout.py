@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
+from cnmtune.dpu.elf_tables import symbol_values
 from cnmtune.dpu.memory_map import IRAM_CAPACITY_INSTRUCTIONS, MRAM_BASE, WRAM_SIZE
 from cnmtune.dpu.slots import slots_of
 from cnmtune.errors import ElfError, IramOverflow, WramOverflow
@@ -31,11 +29,10 @@ _REQUIRED = (
 def read_memory_use(elf_path: Path) -> MemoryUse:
     """Measure IRAM, WRAM and MRAM use from the linker's boundary symbols."""
     try:
-        with open(elf_path, "rb") as handle:
-            symtab = ELFFile(handle).get_section_by_name(".symtab")
-            symbols = {s.name: s["st_value"] for s in symtab.iter_symbols() if s.name in _REQUIRED} if symtab else {}
-    except (ELFError, OSError) as exc:
+        values = symbol_values(Path(elf_path).read_bytes(), str(elf_path))
+    except OSError as exc:
         raise ElfError(f"{elf_path}: cannot read linked program: {exc}") from exc
+    symbols = {name: values[name] for name in _REQUIRED if name in values}
     missing = [name for name in _REQUIRED if name not in symbols]
     if missing:
         raise ElfError(f"{elf_path}: not linked with cnmtune's DPU linker script (missing {missing[0]})")
