@@ -55,8 +55,10 @@ class BufferSizes:
 def rv32_buffer_sizes(program: Program, cfgs: tuple[FunctionCfg, ...],
                       sites: list[CallSite]) -> BufferSizes:
     """Constant sizes at the proxy's calls to the DMA routines and to ``mem_alloc``."""
-    return BufferSizes(argument_constants(program, cfgs, sites, DMA_ROUTINES),
-                       argument_constants(program, cfgs, sites, ALLOC_ROUTINES))
+    found = argument_constants(program, cfgs, sites, {**DMA_ROUTINES, **ALLOC_ROUTINES})  # one dataflow pass
+    callee = {site.index: site.callee for site in sites}
+    return BufferSizes({i: size for i, size in found.items() if callee[i] in DMA_ROUTINES},
+                       {i: size for i, size in found.items() if callee[i] in ALLOC_ROUTINES})
 
 
 def dpu_buffer_sizes(program: DpuProgram, cfgs: tuple[FunctionCfg, ...],
