@@ -240,7 +240,7 @@ def _effects(opcodes: Sequence[int], rds: Sequence[int], rs1s: Sequence[int],
     return uses, defs, call_base
 
 
-def _fuse_block(program: Program, start: int, end: int, live_after: dict[int, int], slots: np.ndarray,
+def _fuse_block(program: Program, start: int, end: int, live_after: Sequence[int], slots: np.ndarray,
                 names: list[str], rules: list[str]) -> None:
     """Apply the fusion rules to the instructions [start, end) of one basic block."""
     f, m = program.fields, program.mnemonics
@@ -273,7 +273,7 @@ def _fuse_block(program: Program, start: int, end: int, live_after: dict[int, in
     _fuse_pairs(program, start, end, slots, names, rules)
 
 
-def _fuse_carries(program: Program, start: int, end: int, live_after: dict[int, int], slots: np.ndarray,
+def _fuse_carries(program: Program, start: int, end: int, live_after: Sequence[int], slots: np.ndarray,
                   names: list[str], rules: list[str]) -> None:
     """64-bit add/sub on register pairs: the carry (borrow) that sltu computes and the high word
     adds (subtracts) is the DPU's addc (subc) flag. The high word's own add may sit anywhere in
@@ -303,7 +303,7 @@ def _fuse_carries(program: Program, start: int, end: int, live_after: dict[int, 
             names[high] = op + "c"
 
 
-def _fuse_shift_pairs(program: Program, start: int, end: int, live_after: dict[int, int], slots: np.ndarray,
+def _fuse_shift_pairs(program: Program, start: int, end: int, live_after: Sequence[int], slots: np.ndarray,
                       names: list[str], rules: list[str]) -> None:
     """A 64-bit shift by a constant k joins the two words with or: (lo >> k) | (hi << (32 - k)) (or
     the mirror for a left shift). The bits are disjoint, so or is add and the shift folds into it:
