@@ -109,13 +109,13 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
     """
     program = decode_rv32(image)
     depth, cfgs = loop_depths(program)
-    low = lower(program, cfgs)
+    rv32_sites = call_sites(program, cfgs)
+    low = lower(program, cfgs, rv32_sites)
     counts = low.slots.astype(np.int64)
     start = np.concatenate(([0], np.cumsum(counts)))  # rv32i word -> its first DPU instruction
     mnemonics = [m for i in range(len(counts)) for m in low.dpu_instructions(i)]
     functions = tuple(replace(f, first=int(start[f.first]), count=int(start[f.first + f.count] - start[f.first]))
                       for f in program.functions)
-    rv32_sites = call_sites(program, cfgs)
     sites = tuple(replace(site, index=int(start[site.index])) for site in rv32_sites)
     return DecodedProgram(image=image, toolchain="proxy", schema_version=DPU_SCHEMA_VERSION,
                           mnemonics=mnemonics, functions=functions,

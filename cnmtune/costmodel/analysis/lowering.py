@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cnmtune.costmodel.analysis.calls import call_sites
+from cnmtune.costmodel.analysis.calls import CallSite, call_sites
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
 from cnmtune.costmodel.analysis.lowering_rules import RULES
 from cnmtune.costmodel.analysis.rv32_isa import (OP_AUIPC, OP_BRANCH, OP_IMM, OP_JAL, OP_JALR, OP_LOAD, OP_LUI,
@@ -94,15 +94,17 @@ class Lowering:
         return dict(counts)
 
 
-def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None) -> Lowering:
-    """Lower every instruction of ``program`` (its functions' CFGs: ``cfgs``, computed if absent)."""
+def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None,
+          sites: list[CallSite] | None = None) -> Lowering:
+    """Lower every instruction of ``program`` (its functions' CFGs: ``cfgs``, and its
+    ``call_sites(program, cfgs)``: ``sites``; each computed if absent)."""
     if cfgs is None:
         cfgs = loop_depths(program)[1]
     n = len(program.mnemonics)
     slots = np.where(program.padding, 0, 1).astype(np.int8)
     names = [_name(program, i) for i in range(n)]
     rules = ["one-to-one"] * n
-    live_after = _Liveness(program, cfgs).after()
+    live_after = _Liveness(program, cfgs, call_sites(program, cfgs) if sites is None else sites).after()
     for function, cfg in zip(program.functions, cfgs):
         for start, end in _blocks(function.first, function.count, cfg):
             _fuse_block(program, start, end, live_after, slots, names, rules)
@@ -129,7 +131,7 @@ class _Liveness:
     its callee reads before writing them: the least fixpoint of every function's liveness at its
     entry over the call graph. Any other call reads a0..a7."""
 
-    def __init__(self, program: Program, cfgs: tuple[FunctionCfg, ...]):
+    def __init__(self, program: Program, cfgs: tuple[FunctionCfg, ...], sites: list[CallSite]):
         self.blocks = [_blocks(fn.first, fn.count, cfg) for fn, cfg in zip(program.functions, cfgs)]
         self.succs = []
         for cfg, blocks in zip(cfgs, self.blocks):
@@ -142,13 +144,13 @@ class _Liveness:
         f = program.fields
         self.uses, self.defs, self.call_base = _effects(f.opcode, f.rd, f.rs1, f.rs2)
         self.live_in: list[list[int]] = [[] for _ in self.blocks]
-        self._solve_with_call_reads(program, cfgs)
+        self._solve_with_call_reads(program, sites)
 
-    def _solve_with_call_reads(self, program: Program, cfgs: tuple[FunctionCfg, ...]) -> None:
+    def _solve_with_call_reads(self, program: Program, sites: list[CallSite]) -> None:
         """Direct calls start reading nothing; a function whose entry liveness grows passes it to
         its call sites and its callers are solved again, until nothing changes."""
         callers: dict[int, list[int]] = {}
-        for site in call_sites(program, cfgs):
+        for site in sites:
             if site.callee_function is not None and site.exact and site.index in self.call_base:
                 callers.setdefault(site.callee_function, []).append(site.index)
                 self.uses[site.index] = self.call_base[site.index]

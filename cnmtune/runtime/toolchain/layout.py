@@ -29,9 +29,10 @@ _REQUIRED = (
 def read_memory_use(elf_path: Path) -> MemoryUse:
     """Measure IRAM, WRAM and MRAM use from the linker's boundary symbols."""
     try:
-        values = symbol_values(Path(elf_path).read_bytes(), str(elf_path))
+        data = Path(elf_path).read_bytes()
     except OSError as exc:
         raise ElfError(f"{elf_path}: cannot read linked program: {exc}") from exc
+    values = symbol_values(data, str(elf_path))
     symbols = {name: values[name] for name in _REQUIRED if name in values}
     missing = [name for name in _REQUIRED if name not in symbols]
     if missing:
@@ -47,7 +48,7 @@ def read_memory_use(elf_path: Path) -> MemoryUse:
         wram_host_bytes=host,
         wram_stack_bytes=stacks,
         mram_static_bytes=s["__sys_used_mram_end"] - MRAM_BASE,
-        iram_dpu_instructions=slots_of(elf_path).iram_instructions,
+        iram_dpu_instructions=slots_of(data, str(elf_path)).iram_instructions,
     )
 
 
