@@ -49,7 +49,7 @@ def make_kernel(tmp_path):
     """Write a one-file kernel directory from C text and return the loaded Kernel."""
     def make(source: str, name: str = "scratch", workload: str | None = None) -> Kernel:
         root = tmp_path / name
-        (root / "dpu").mkdir(parents=True)
+        (root / "dpu").mkdir(parents=True, exist_ok=True)
         (root / "dpu" / "task.c").write_text(source)
         if workload is not None:
             (root / "workload.py").write_text(workload)

@@ -90,10 +90,14 @@ class SimDevice(Device):
 
     kind = "sim"
 
-    def __init__(self, nr_dpus: int, config: DpuConfig | None = None, budget: int = DEFAULT_BUDGET):
+    def __init__(self, nr_dpus: int, config: DpuConfig | None = None, budget: int = DEFAULT_BUDGET,
+                 reference: bool = False):
+        """reference: run every launch on the simulator's Python reference path, which its jitted
+        co-simulation reproduces (see SimulatedDpu.launch); slower, for checking and debugging."""
         super().__init__(nr_dpus)
         self.config = config or DpuConfig.calibrated()
         self.budget = budget
+        self.reference = reference
         self.image: ProgramImage | None = None
         self.dpus = [SimulatedDpu(d) for d in range(nr_dpus)]
         self.launches: list[LaunchRecord] = []
@@ -155,7 +159,7 @@ class SimDevice(Device):
     def launch(self) -> None:
         if self.image is None:
             raise DeviceError("no program loaded: call load() first")
-        results = [dpu.launch(self.config, self.budget) for dpu in self.dpus]
+        results = [dpu.launch(self.config, self.budget, self.reference) for dpu in self.dpus]
         timings = tuple(r[0] for r in results)
         kernel_s = max(t.cycles for t in timings) / self.config.frequency_hz + self.config.launch_overhead_s
         self.launches.append(LaunchRecord(timings, tuple(r[1] for r in results), kernel_s))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
-from cnmtune.errors import DeviceError, DmaError, SimFault, SimTimeout
+from cnmtune.errors import Deadlock, DeviceError, DmaError, SimFault, SimTimeout
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.dpu.abi import Service, fault_name
 from cnmtune.runtime.sim.image import ProgramImage
@@ -24,7 +24,9 @@ from cnmtune.runtime.sim.interpreter import (
     EventKind, FaultKind, run_segment)
 from cnmtune.runtime.sim.printf import c_string, format_printf
 from cnmtune.runtime.sim.program import DecodedProgram
-from cnmtune.runtime.sim.timing import DpuTimeline, DpuTiming, routine_cost_vectors
+from cnmtune.runtime.sim import cosim
+from cnmtune.runtime.sim.cosim import cosimulate, exact_costs, timing_parameters
+from cnmtune.runtime.sim.timing import DpuTimeline, DpuTiming, deadlock_message, launch_timing, routine_cost_vectors
 from cnmtune.runtime.sim.trace import Action, Segment, Trace
 
 DEFAULT_BUDGET = 2_000_000_000  # raw instructions per DPU and launch before SimTimeout
@@ -37,6 +39,9 @@ _ACTION_OF = {
     Service.ACQUIRE: Action.ACQUIRE, Service.RELEASE: Action.RELEASE, Service.BOOT: Action.BOOT,
     Service.LOCK: Action.LOCK,
 }
+_ACTION_OF_SERVICE = np.zeros(max(Service) + 1, np.int64)  # cosimulate's action_of
+for _service, _action in _ACTION_OF.items():
+    _ACTION_OF_SERVICE[_service] = _action
 # Plain values for the per-event path (no Enum construction or attribute lookups there).
 _SERVICES = {int(s): s for s in Service}
 _S_MRAM_READ, _S_MRAM_WRITE = int(Service.MRAM_READ), int(Service.MRAM_WRITE)
@@ -96,18 +101,46 @@ class SimulatedDpu:
         raise DeviceError(f"DPU {self.index}: host access of {nbytes} B at {where}{address:#x} is outside WRAM and MRAM")
 
     # ------------------------------------------------------------ launch
-    def launch(self, config: DpuConfig, budget: int = DEFAULT_BUDGET) -> tuple[DpuTiming, Trace]:
-        """Run the loaded program once on every tasklet it declares; return timing and trace."""
+    def launch(self, config: DpuConfig, budget: int = DEFAULT_BUDGET, reference: bool = False
+               ) -> tuple[DpuTiming, Trace]:
+        """Run the loaded program once on every tasklet it declares; return timing and trace.
+
+        The launch runs in one jitted call (cosim.py), unless the routine costs are not integers,
+        the program prints (it is then run again from the start), or `reference` asks for the
+        reference path: DpuTimeline driving _Functional from Python, whose results the jitted call
+        reproduces.
+        """
         if self.image is None:
             raise DeviceError(f"DPU {self.index}: no program loaded")
         program, routines = self.image.decode(config)
         base, per = routine_cost_vectors(config, routines)
-        source = _Functional(self, program, routines, budget, base, per)
         if self.state.routine_acc.shape[1] != program.n_routines:
             raise ValueError(f"routine_acc has {self.state.routine_acc.shape[1]} routines, "
                              f"the program {program.n_routines}")
+        if not reference and exact_costs(base, per):
+            # a program that prints more than the jitted call keeps WRAM copies for runs again on the
+            # reference path: keep the memories to start it from
+            memories = (self.state.wram.copy(), self.state.mram.copy()) if self.image.prints else None
+            try:
+                return _Functional(self, program, routines, budget, base, per).cosimulate(config)
+            except _Printed:
+                if memories is None:  # prints without the runtime's print routines (a raw ecall)
+                    raise
+                self.state.wram[:], self.state.mram = memories
+        source = _Functional(self, program, routines, budget, base, per)
         timing = DpuTimeline(config, routines, source, self.index).run()
         return timing, source.trace()
+
+
+class _Printed(SimFault):
+    """More prints in a jitted launch than it keeps WRAM copies for (cosim.PRINT_LIMIT)."""
+
+
+def _print_text(wram: np.ndarray, service: int, a0: int, a1: int) -> str:
+    """What a print service (a0, a1 its arguments) adds to the DPU's log."""
+    if service == Service.PRINTF:
+        return format_printf(wram, a0, a1)
+    return c_string(wram, a0) + "\n" if service == Service.PUTS else chr(a0 & 0xFF)
 
 
 class _Functional:
@@ -232,6 +265,50 @@ class _Functional:
         """Everything step() returned, as a Trace (unpriced, config-free)."""
         return Trace.from_columns(self.routines, self._rows, self._single, self._multi)
 
+    def cosimulate(self, config: DpuConfig) -> tuple[DpuTiming, Trace]:
+        """The whole launch in one jitted call (cosim.py), with what DpuTimeline(self).run() and
+        trace() would give; its errors worded as step() and the timeline word them."""
+        (code, text_address, kinds, natives, regs, pcs, wram, stack_lo, stack_hi, acc, in_routine, mram_accesses,
+         _, state) = self._fixed
+        (status, info, state.mram, now, issue, dma_wait, sync_wait, slots, instructions, dma, actions, rows, single,
+         multi_index, multi_counts, multi_params, prints, printed) = cosimulate(
+            code, text_address, kinds, natives, regs, pcs, wram, state.mram, stack_lo, stack_hi, acc, in_routine,
+            mram_accesses, self.budget, self._base, self._per, timing_parameters(config), _ACTION_OF_SERVICE)
+        if status == cosim.PRINTS:
+            raise _Printed(f"more than {cosim.PRINT_LIMIT} prints in one launch")
+        for (service, a0, a1), wram_then in zip(prints.tolist(), printed):
+            self.dpu._log.append(_print_text(wram_then, service, a0, a1))
+        if status != cosim.OK:
+            self._raise(status, info.tolist(), now, actions)
+        timing = launch_timing(config, now, issue, dma_wait, sync_wait, slots, instructions, *dma.tolist())
+        return timing, Trace.from_arrays(self.routines, rows, single, multi_index, multi_counts, multi_params)
+
+    def _raise(self, status: int, info: list[int], now: float, actions: np.ndarray) -> None:
+        t, pc = info[0], info[1]
+        if status == cosim.DMA_ERROR:
+            self._dma_error(t, pc, bool(info[2]), info[3], info[4], info[5])
+        if status == cosim.DEADLOCK:
+            blocked = [k for k in range(MAX_TASKLETS) if info[0] >> k & 1]
+            raise Deadlock(deadlock_message(self.dpu.index, now, [(k, Action(int(actions[k]))) for k in blocked]))
+        if status == cosim.BUDGET:
+            raise SimTimeout(self._where(t, pc, f"instruction budget of {self.budget:,} exhausted (infinite loop?)"))
+        if status == cosim.EBREAK:
+            raise SimFault(self._where(t, pc, "ebreak"))
+        if status == cosim.FAULT:
+            raise SimFault(self._fault_message(t, Event(EventKind.FAULT, pc, 0, 0, FaultKind(info[2]), info[3])))
+        service, a0 = info[2], info[3]
+        if status == cosim.UNKNOWN_SERVICE:
+            raise SimFault(self._where(t, pc, f"unknown service {service} in a7"))
+        if status == cosim.FAULT_SERVICE:
+            raise SimFault(self._where(t, pc, f"program fault {fault_name(a0)}"))
+        if status == cosim.SYNC_OBJECT:
+            raise SimFault(self._where(t, pc, f"{Service(service).name.lower()} on {a0:#x}, not a WRAM object"))
+        if status == cosim.TABLE_FULL:
+            raise SimFault(f"DPU {self.dpu.index}, tasklet {t}: more than {cosim.TABLE_SIZE} distinct barriers, "
+                           "semaphores or handshake waits in one launch")
+        raise ValueError(f"cosimulate returned status {status}")
+
+
     # ------------------------------------------------------------ services
     def _service(self, t: int, pc: int, a0: int, a1: int, a7: int) -> tuple[Action, int, int] | None:
         """Service an ecall other than a DMA: the segment's (action, arg0, arg1), or None to go on."""
@@ -244,9 +321,7 @@ class _Functional:
             state.regs[t, 10] = t
             return None
         if service in (Service.PRINTF, Service.PUTS, Service.PUTCHAR):
-            self.dpu._log.append(format_printf(state.wram, a0, a1) if service == Service.PRINTF
-                                 else c_string(state.wram, a0) + "\n" if service == Service.PUTS
-                                 else chr(a0 & 0xFF))
+            self.dpu._log.append(_print_text(state.wram, service, a0, a1))
             return None
         if service == Service.FAULT:
             raise SimFault(self._where(t, pc, f"program fault {fault_name(a0)}"))

@@ -53,6 +53,9 @@ class Function:
     size: int
 
 
+PRINT_ROUTINES = ("printf", "vprintf", "puts", "putchar")  # runtime/stdio.c: every print service call is in one of them
+
+
 @dataclass(frozen=True, eq=False)  # identity hash: images are cached per file content
 class ProgramImage:
     """Everything the simulator needs from one ELF (shared by every DPU that loads it)."""
@@ -95,6 +98,11 @@ class ProgramImage:
     def symbol(self, name: str) -> int:
         """Address of a symbol; KeyError if absent."""
         return self.symbols[name]
+
+    @property
+    def prints(self) -> bool:
+        """Whether the program links a print routine of the runtime (printf, vprintf, puts, putchar)."""
+        return any(name in self.symbols for name in PRINT_ROUTINES)
 
 
 def _table_signature(config: DpuConfig) -> tuple[tuple[str, int], ...]:

@@ -494,14 +494,22 @@ class DpuState:
 
     def grow_mram(self, min_bytes: int) -> None:
         """Grow mram (zero-filled, at least doubling, capped at 64 MiB) to hold min_bytes."""
-        if min_bytes > len(self.mram):
-            size = min(MRAM_SIZE, max(_round8(min_bytes), 2 * len(self.mram), 1 << 16))
-            grown = np.zeros(size, np.uint8)
-            grown[: len(self.mram)] = self.mram
-            self.mram = grown
+        self.mram = grown_mram(self.mram, min_bytes)
 
 
-def _round8(n: int) -> int:
+@njit(cache=True, nogil=True)
+def grown_mram(mram, min_bytes):
+    """mram itself if it holds min_bytes, else a zero-filled copy at least twice as large (<= 64 MiB)."""
+    if min_bytes <= mram.shape[0]:
+        return mram
+    size = min(MRAM_SIZE, max(_round8(min_bytes), 2 * mram.shape[0], 1 << 16))
+    grown = np.zeros(size, np.uint8)
+    grown[:mram.shape[0]] = mram
+    return grown
+
+
+@njit(cache=True, nogil=True)
+def _round8(n):
     return (n + 7) & ~7
 
 

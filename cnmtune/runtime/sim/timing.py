@@ -85,6 +85,21 @@ def priced_slots(trace: Trace, config: DpuConfig) -> float:
     return float((trace.routine_counts @ base).sum() + (trace.routine_params @ per).sum())
 
 
+def launch_timing(config: DpuConfig, now: float, issue, dma_wait, sync_wait, slots, instructions,
+                  dma_read_bytes: int, dma_write_bytes: int, dma_transfers: int) -> DpuTiming:
+    """The DpuTiming of a launch whose last tasklet stopped at model time `now`, from its accounts."""
+    cycles = math.ceil(now + config.pipeline_depth) if now else 0
+    return DpuTiming(cycles, np.array(issue, dtype=np.float64), np.array(dma_wait, dtype=np.float64),
+                     np.array(sync_wait, dtype=np.float64), np.array(slots, dtype=np.float64),
+                     np.array(instructions, dtype=np.int64), dma_read_bytes, dma_write_bytes, dma_transfers)
+
+
+def deadlock_message(dpu: int, now: float, waits: list[tuple[int, Action | None]]) -> str:
+    """The Deadlock text: each blocked tasklet with the action it is blocked in."""
+    what = ", ".join(f"tasklet {t} in {action.name.lower() if action is not None else '?'}" for t, action in waits)
+    return f"DPU {dpu}: deadlock at cycle {now:.0f}: every live tasklet is blocked ({what})"
+
+
 class DpuTimeline:
     """Discrete-event timing of one DPU's tasklets (see the module docstring)."""
 
@@ -222,12 +237,10 @@ class DpuTimeline:
         """The DPU's timing once nothing runs or waits on a timer; tasklets still blocked are a deadlock."""
         blocked = [t for t in range(MAX_TASKLETS) if self.state[t] == _SYNC]
         if blocked:
-            raise Deadlock(self._deadlock_message(blocked))
-        cycles = math.ceil(self.now + self.config.pipeline_depth) if self.now else 0
-        return DpuTiming(cycles, np.array(self.issue, dtype=np.float64), np.array(self.dma_wait, dtype=np.float64),
-                         np.array(self.sync_wait, dtype=np.float64), np.array(self.slots, dtype=np.float64),
-                         np.array(self.instructions, dtype=np.int64), self.dma_bytes[0], self.dma_bytes[1],
-                         self.dma_transfers)
+            waits = [(t, self.current[t].action if self.current[t] is not None else None) for t in blocked]
+            raise Deadlock(deadlock_message(self.dpu, self.now, waits))
+        return launch_timing(self.config, self.now, self.issue, self.dma_wait, self.sync_wait, self.slots,
+                             self.instructions, self.dma_bytes[0], self.dma_bytes[1], self.dma_transfers)
 
     # ---------------------------------------------------------------- internals
     def _enter(self, t: int, state: int) -> None:
@@ -398,13 +411,6 @@ class DpuTimeline:
             counted = self.now - self.perf_base
         return int(counted) // PERF_GRANULARITY * PERF_GRANULARITY
 
-    def _deadlock_message(self, blocked: list[int]) -> str:
-        waits = []
-        for t in blocked:
-            seg = self.current[t]
-            what = seg.action.name.lower() if seg is not None else "?"
-            waits.append(f"tasklet {t} in {what}")
-        return f"DPU {self.dpu}: deadlock at cycle {self.now:.0f}: every live tasklet is blocked ({', '.join(waits)})"
 
 
 class TraceReplay:

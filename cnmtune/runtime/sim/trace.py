@@ -98,16 +98,27 @@ class Trace:
         once, `multi` (row, counts, params) with full-width vectors for the others."""
         n, width = len(rows), len(routines)
         flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=7 * n)
-        tasklet, slots, instructions, accesses, action, arg0, arg1 = flat.reshape(n, 7).T.copy()
+        multi_counts, multi_params = np.zeros((len(multi), width), np.int64), np.zeros((len(multi), width), np.int64)
+        for k, (_, row_counts, row_params) in enumerate(multi):
+            multi_counts[k], multi_params[k] = row_counts, row_params
+        return cls.from_arrays(routines, flat.reshape(n, 7), np.array(single, dtype=np.int64).reshape(-1, 3),
+                               np.array([index for index, _, _ in multi], dtype=np.int64), multi_counts, multi_params)
+
+    @classmethod
+    def from_arrays(cls, routines: tuple[str, ...], rows: np.ndarray, single: np.ndarray, multi_index: np.ndarray,
+                    multi_counts: np.ndarray, multi_params: np.ndarray) -> Trace:
+        """from_columns with each argument an int64 array: rows (n, 7), single (m, 3), and the
+        multi-entry rows as their indices (k,) with their counts and params (k, routines)."""
+        n, width = len(rows), len(routines)
+        tasklet, slots, instructions, accesses, action, arg0, arg1 = rows.T.copy()
         counts = np.zeros((n, width), dtype=np.int64)
         params = np.zeros((n, width), dtype=np.int64)
         if len(single):
-            index, routine, param = np.array(single, dtype=np.int64).reshape(-1, 3).T
+            index, routine, param = single.T
             counts[index, routine] = 1
             params[index, routine] = param
-        for index, row_counts, row_params in multi:
-            counts[index] = row_counts
-            params[index] = row_params
+        counts[multi_index] = multi_counts
+        params[multi_index] = multi_params
         return cls(routines, tasklet.astype(np.int16), slots, instructions, counts, params, accesses,
                    action.astype(np.int8), arg0, arg1)
 

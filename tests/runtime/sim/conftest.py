@@ -19,11 +19,13 @@ PRELUDE = """
 @pytest.fixture
 def launch(toolchain, make_kernel):
     """Compile a kernel body and launch it on one simulated DPU."""
-    def run(body: str, tasklets: int = 1, budget: int | None = None, pipeline: str = "O0"):
+    def run(body: str, tasklets: int = 1, budget: int | None = None, pipeline: str = "O0", reference: bool = False,
+            launches: int = 1):
         kernel = make_kernel(PRELUDE + body)
         binary = toolchain.compile(Variant.of(kernel, pipeline, tasklets))
-        device = SimDevice(1, **({"budget": budget} if budget else {}))
+        device = SimDevice(1, reference=reference, **({"budget": budget} if budget else {}))
         device.load(binary.elf_path)
-        device.launch()
+        for _ in range(launches):
+            device.launch()
         return device
     return run

@@ -1,10 +1,18 @@
-"""Every fault class of the simulator ends in one error naming DPU, tasklet, pc, function and cause."""
+"""Every fault class of the simulator ends in one error naming DPU, tasklet, pc, function and cause,
+the same on the jitted co-simulation and on the reference path."""
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 
 from cnmtune.errors import Deadlock, DmaError, SimFault, SimTimeout
+
+
+@pytest.fixture(params=[False, True], ids=["jitted", "reference"])
+def launch(request, launch):
+    return functools.partial(launch, reference=request.param)
 
 
 def test_a_clean_kernel_runs(launch):
