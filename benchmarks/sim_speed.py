@@ -1,12 +1,17 @@
-"""Simulator speed: simulated instructions per second on one core, va at 16 tasklets.
+"""Simulator speed: simulated instructions and segments per second on one core, jitted and reference.
 
-Runs va end to end on one simulated DPU (functional interpreter co-simulated with the timing
-model, verification included) and reports simulated rv32i instructions and DPU issue slots per
-wall-clock second, segments per second, and how the time splits between the jitted interpreter
-and the Python side (services, timing events), which is what limits the rate. Target (issue 3):
->= 10 million simulated instructions per second.
+Runs kernels end to end on the embedded simulator (verification included), each launch once as
+the simulator runs it (one jitted call per DPU and launch, runtime/sim/cosim.py) and once on the
+reference path (DpuTimeline driving the interpreter from Python per segment), and reports
+simulated rv32i instructions, DPU issue slots and segments per wall-clock second. The two must
+give the same cycles; the run fails if they do not.
 
-    python benchmarks/sim_speed.py [--size 4194304] [--bl 10] [--json out/sim_speed.json]
+- va at 16 tasklets on one DPU streams long segments: it measures the interpreter. Target
+  (issues 3 and 15): >= 15 M simulated instructions per second.
+- nw on 4 DPUs has many short segments between DMAs and barriers (about 30 instructions each),
+  the kind of kernel whose simulation time the per-segment cost sets.
+
+    python benchmarks/sim_speed.py [--va-size 4194304] [--nw-size 512] [--json out/sim_speed.json]
 """
 
 from __future__ import annotations
@@ -20,77 +25,75 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from cnmtune.runtime import Kernel
-from cnmtune.runtime.execute import run_binary
-from cnmtune.runtime.sim import dpu as dpu_module
-from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
 from cnmtune.atomic import atomic_write
+from cnmtune.runtime import Kernel
+from cnmtune.runtime.execute import run_on_device
+from cnmtune.runtime.sim.device import SimDevice
+from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
 
-VA = Path(__file__).resolve().parent / "prim" / "va"
+PRIM = Path(__file__).resolve().parent / "prim"
+TARGET = 15e6  # simulated rv32i instructions per second on va (issue 15)
 
-TARGET = 15e6  # simulated rv32i instructions per second (issue 15: the DPU-slot charge must not cost more)
 
-
-def _timed_interpreter():
-    """Wrap the jitted entry the simulator calls per segment (dpu.run_segment: run_tasklet plus
-    the services that need no Python) to measure the time spent inside it and count the calls."""
-    spent = {"seconds": 0.0, "calls": 0}
-    original = dpu_module.run_segment
-
-    def run_segment(*args):
-        start = time.perf_counter()
-        try:
-            return original(*args)
-        finally:
-            spent["seconds"] += time.perf_counter() - start
-            spent["calls"] += 1
-    dpu_module.run_segment = run_segment
-    return spent, lambda: setattr(dpu_module, "run_segment", original)
+def _measure(binary, dpus: int, size: int, reference: bool) -> dict:
+    device = SimDevice(dpus, reference=reference)
+    start = time.perf_counter()
+    result = run_on_device(binary, device, size)
+    wall = time.perf_counter() - start
+    segments = sum(len(trace) for record in device.launches for trace in record.traces)
+    return {"wall_s": round(wall, 3), "cycles": result.cycles, "instructions": result.instructions,
+            "segments": segments, "instructions_per_s": round(result.instructions / wall),
+            "slots_per_s": round(result.slots / wall), "segments_per_s": round(segments / wall)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=4_194_304, help="va elements")
-    parser.add_argument("--tasklets", type=int, default=16)
-    parser.add_argument("--bl", type=int, default=10, help="log2 of the DMA block in bytes")
-    parser.add_argument("--pipeline", default="O2")
+    parser.add_argument("--va-size", type=int, default=4_194_304, help="va elements (one DPU)")
+    parser.add_argument("--nw-size", type=int, default=512, help="nw sequence length (4 DPUs)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
+    cases = [("va", "O2", 16, {"BL": 10}, 1, args.va_size), ("nw", "O2", None, None, 4, args.nw_size)]
+    records = []
     with tempfile.TemporaryDirectory(prefix="cnmtune-simspeed-") as tmp:
-        binary = ProxyToolchain(BuildCache(Path(tmp))).compile(
-            Variant.of(Kernel.load(VA), args.pipeline, args.tasklets, {"BL": args.bl}))
-        run_binary(binary, 1, 4096)  # warm-up: numba's JIT cache, the program decode
-        spent, restore = _timed_interpreter()
-        start = time.perf_counter()
-        result = run_binary(binary, 1, args.size)
-        wall = time.perf_counter() - start
-        restore()
+        toolchain = ProxyToolchain(BuildCache(Path(tmp)))
+        for name, pipeline, tasklets, defines, dpus, size in cases:
+            kernel = Kernel.load(PRIM / name)
+            binary = toolchain.compile(Variant.of(kernel, pipeline, tasklets, defines))
+            small = kernel.workload.preset("small")
+            for reference in (False, True):  # warm-up: numba's JIT cache, the program decode
+                run_on_device(binary, SimDevice(1, reference=reference), small)
+            jitted, reference = (_measure(binary, dpus, size, r) for r in (False, True))
+            if jitted["cycles"] != reference["cycles"]:
+                raise SystemExit(f"{name}: the jitted launch gives {jitted['cycles']} cycles, "
+                                 f"the reference path {reference['cycles']}")
+            records.append({"kernel": name, "pipeline": pipeline, "tasklets": binary.variant.nr_tasklets,
+                             "dpus": dpus, "size": size, "jitted": jitted, "reference": reference,
+                             "speedup": round(reference["wall_s"] / jitted["wall_s"], 2)})
 
-    rate = result.instructions / wall
-    record = {
-        "kernel": "va", "size": args.size, "tasklets": args.tasklets, "bl": args.bl, "pipeline": args.pipeline,
-        "wall_s": round(wall, 3), "proxy_instructions": result.instructions, "dpu_slots": result.slots,
-        "instructions_per_s": round(rate), "slots_per_s": round(result.slots / wall),
-        "interpreter_calls": spent["calls"], "interpreter_s": round(spent["seconds"], 3),
-        "interpreter_share": round(spent["seconds"] / wall, 3),
-        "python_us_per_call": round(1e6 * (wall - spent["seconds"]) / max(spent["calls"], 1), 2),
-        "target_instructions_per_s": 10_000_000,
-    }
-    table = Table(title=f"simulator speed: va, {args.tasklets} tasklets, BL={args.bl}, {args.size:,} elements")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    table.add_row("wall time (s)", f"{wall:.2f}")
-    table.add_row("simulated rv32i instructions / s", f"{rate / 1e6:.1f} M")
-    table.add_row("simulated DPU issue slots / s", f"{result.slots / wall / 1e6:.1f} M")
-    table.add_row("jitted segment calls (run_segment)", f"{spent['calls']:,}")
-    table.add_row("time inside the jitted interpreter", f"{100 * record['interpreter_share']:.0f} %")
-    table.add_row("Python per interpreter call (services, timing)", f"{record['python_us_per_call']:.1f} µs")
-    table.add_row("target", f">= {TARGET / 1e6:g} M instr/s " + ("[green]met[/]" if rate >= TARGET else "[red]missed[/]"))
-    Console().print(table)
+    table = Table(title="simulator speed on one core: jitted launch vs the reference path")
+    for column in ("kernel", "DPUs x tasklets", "size", "instructions per segment", "path", "wall s",
+                   "M instr / s", "M slots / s", "k segments / s", "speedup"):
+        table.add_column(column, justify="left" if column in ("kernel", "path") else "right")
+    for record in records:
+        for path in ("jitted", "reference"):
+            measured = record[path]
+            first = path == "jitted"
+            table.add_row(record["kernel"] if first else "", f"{record['dpus']} x {record['tasklets']}" if first else "",
+                          f"{record['size']:,}" if first else "",
+                          f"{measured['instructions'] / max(measured['segments'], 1):.0f}" if first else "", path,
+                          f"{measured['wall_s']:.2f}", f"{measured['instructions_per_s'] / 1e6:.1f}",
+                          f"{measured['slots_per_s'] / 1e6:.1f}", f"{measured['segments_per_s'] / 1e3:.0f}",
+                          f"{record['speedup']:.1f}x" if first else "")
+    console = Console()
+    console.print(table)
+    va_rate = records[0]["jitted"]["instructions_per_s"]
+    console.print(f"va: {va_rate / 1e6:.1f} M simulated instructions / s, target >= {TARGET / 1e6:g} M: "
+                  + ("[green]met[/]" if va_rate >= TARGET else "[red]missed[/]"))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(args.json, (json.dumps(record, indent=2) + "\n").encode())
+        atomic_write(args.json, (json.dumps({"cases": records, "target_instructions_per_s": TARGET}, indent=2)
+                                 + "\n").encode())
 
 
 if __name__ == "__main__":
