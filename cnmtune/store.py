@@ -31,6 +31,7 @@ from typing import Self
 
 from cnmtune.claims import ClaimOwner
 from cnmtune.errors import CnmtuneError, SchemaMismatch, StoreError
+from cnmtune.store_schema import MIGRATIONS, SCHEMA_VERSION
 from cnmtune.table_file import write_table
 
 __all__ = [
@@ -52,43 +53,6 @@ class Status(StrEnum):
     ERROR = "error"
 
 
-# Ordered migrations: MIGRATIONS[i] takes the file from version i to version i + 1.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (  # 1: the base tables
-        "CREATE TABLE pipelines (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE)",
-        ("CREATE TABLE compiles (id INTEGER PRIMARY KEY, kernel TEXT NOT NULL,"
-        " pipeline_id INTEGER NOT NULL REFERENCES pipelines(id), defines TEXT NOT NULL,"
-        " tasklets INTEGER NOT NULL, elf_hash TEXT, status TEXT NOT NULL,"
-        " error TEXT NOT NULL DEFAULT '', seconds REAL NOT NULL DEFAULT 0,"
-        " UNIQUE (kernel, pipeline_id, defines, tasklets))"),
-        ("CREATE TABLE features (elf_hash TEXT NOT NULL, schema_hash TEXT NOT NULL,"
-        " data TEXT NOT NULL, PRIMARY KEY (elf_hash, schema_hash))"),
-        ("CREATE TABLE runs (id INTEGER PRIMARY KEY, elf_hash TEXT NOT NULL,"
-        " dpus INTEGER NOT NULL, tasklets INTEGER NOT NULL, size INTEGER NOT NULL,"
-        " config_hash TEXT NOT NULL, cycles INTEGER, kernel_seconds REAL,"
-        " transfer_seconds REAL, verified INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL,"
-        " error TEXT NOT NULL DEFAULT '', seconds REAL NOT NULL DEFAULT 0,"
-        " UNIQUE (elf_hash, dpus, tasklets, size, config_hash))"),
-    ),
-    (  # 2: IRAM size of a binary, device of a run, lookup indexes
-        "ALTER TABLE compiles ADD COLUMN iram_bytes INTEGER",
-        "ALTER TABLE runs ADD COLUMN device TEXT NOT NULL DEFAULT ''",
-        "CREATE INDEX compiles_elf ON compiles (elf_hash)",
-        "CREATE INDEX compiles_kernel ON compiles (kernel, status)",
-    ),
-    (  # 3: one row per generation session (what was asked, where it ran, how long it took)
-        ("CREATE TABLE generations (id INTEGER PRIMARY KEY, started REAL NOT NULL,"
-         " spec TEXT NOT NULL, executor TEXT NOT NULL, workers INTEGER NOT NULL,"
-         " seconds REAL NOT NULL DEFAULT 0, compiles INTEGER NOT NULL DEFAULT 0,"
-         " runs INTEGER NOT NULL DEFAULT 0, finished INTEGER NOT NULL DEFAULT 0)"),
-    ),
-    (  # 4: units of work claimed by a running writer (process), until their lease expires
-        ("CREATE TABLE claims (unit TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL,"
-         " started REAL NOT NULL, expires REAL NOT NULL)"),
-        "CREATE INDEX claims_owner ON claims (host, pid, started)",
-    ),
-)
-SCHEMA_VERSION = len(MIGRATIONS)
 BASELINE_PIPELINE = "O0"
 #: Appended to a simulator config hash to key runs that simulated only some DPUs (sim-sampled).
 SAMPLED_SUFFIX = "+sampled"
@@ -139,8 +103,11 @@ class CompileRecord:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One simulated (or real) run of a binary on a DPU configuration and input size."""
+    """One simulated (or real) run of a kernel's host program with a binary, on a DPU configuration
+    and input size; ``defines`` the compile's (as CompileRecord's, the host reads them too) and
+    ``params`` the workload parameters (both in ``defines_key`` form)."""
 
+    kernel: str
     elf_hash: str
     dpus: int
     tasklets: int
@@ -154,6 +121,8 @@ class RunRecord:
     error: str = ""
     seconds: float = 0.0
     device: str = ""
+    defines: str = ""
+    params: str = ""
 
     @property
     def ok(self) -> bool:
@@ -214,23 +183,25 @@ _COMPILE_SELECT = (
     "SELECT c.kernel, p.text, c.defines, c.tasklets, c.elf_hash, c.status, c.error,"
     " c.seconds, c.iram_bytes FROM compiles c JOIN pipelines p ON p.id = c.pipeline_id"
 )
-_RUN_COLUMNS = ("elf_hash, dpus, tasklets, size, config_hash, status, cycles, kernel_seconds,"
-                " transfer_seconds, verified, error, seconds, device")
+_RUN_COLUMNS = ("kernel, elf_hash, dpus, tasklets, size, config_hash, status, cycles, kernel_seconds,"
+                " transfer_seconds, verified, error, seconds, device, defines, params")
 _RUN_NAMES = _RUN_COLUMNS.replace(" ", "").split(",")
 _RUN_UPSERT = (
     f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * len(_RUN_NAMES))})"
-    " ON CONFLICT (elf_hash, dpus, tasklets, size, config_hash) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in _RUN_NAMES[5:])  # all but the key
+    " ON CONFLICT (kernel, defines, params, elf_hash, dpus, tasklets, size, config_hash) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _RUN_NAMES[6:-2])  # all but the key
 )
 _TRAINING_SQL = """
 WITH good AS (
   SELECT c.kernel, p.text AS pipeline, c.defines, r.elf_hash, r.dpus, r.tasklets, r.size,
          r.config_hash, r.cycles, r.kernel_seconds, r.transfer_seconds
   FROM compiles c JOIN pipelines p ON p.id = c.pipeline_id
-  JOIN runs r ON r.elf_hash = c.elf_hash AND r.tasklets = c.tasklets
+  JOIN runs r ON r.kernel = c.kernel AND r.defines = c.defines AND r.elf_hash = c.elf_hash
+    AND r.tasklets = c.tasklets AND r.params = ''
   WHERE c.status = 'ok' AND r.status = 'ok' AND r.kernel_seconds > 0
     AND (r.verified = 1 OR (r.device = 'sim-sampled' AND EXISTS (
-      SELECT 1 FROM runs v WHERE v.elf_hash = r.elf_hash AND v.verified = 1)))
+      SELECT 1 FROM runs v WHERE v.kernel = r.kernel AND v.defines = r.defines AND v.elf_hash = r.elf_hash
+        AND v.verified = 1)))
 ), fewest AS (
   SELECT kernel, size, REPLACE(config_hash, :sampled, '') AS sim, MIN(dpus) AS dpus FROM good
   WHERE pipeline = :baseline AND tasklets = 1 GROUP BY kernel, size, sim
@@ -410,30 +381,32 @@ class Store:
     # -- runs ------------------------------------------------------------------------------
 
     def record_run(self, rec: RunRecord) -> None:
-        """Insert or update the run keyed by (elf_hash, dpus, tasklets, size, config_hash)."""
+        """Insert or update the run keyed by (kernel, defines, params, elf_hash, dpus, tasklets, size,
+        config_hash)."""
         values = [getattr(rec, c) for c in _RUN_NAMES]
-        values[5], values[9] = Status(rec.status).value, int(rec.verified)
+        values[6], values[10] = Status(rec.status).value, int(rec.verified)
         with self.batch():
             self._conn.execute(_RUN_UPSERT, values)
 
-    def find_run(self, elf_hash: str, dpus: int, tasklets: int, size: int,
-                 config_hash: str) -> RunRecord | None:
+    def find_run(self, kernel: str, defines: str, elf_hash: str, dpus: int, tasklets: int, size: int,
+                 config_hash: str, params: str = "") -> RunRecord | None:
         """The recorded run for this key, or None when it was never run."""
         row = self._conn.execute(
-            f"SELECT {_RUN_COLUMNS} FROM runs WHERE elf_hash = ? AND dpus = ? AND tasklets = ?"
-            " AND size = ? AND config_hash = ?", (elf_hash, dpus, tasklets, size, config_hash)
-        ).fetchone()
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE kernel = ? AND defines = ? AND params = ? AND elf_hash = ?"
+            " AND dpus = ? AND tasklets = ? AND size = ? AND config_hash = ?",
+            (kernel, defines, params, elf_hash, dpus, tasklets, size, config_hash)).fetchone()
         return None if row is None else _run(row)
 
     def runs(self) -> list[RunRecord]:
         """Every recorded run, in insertion order."""
         return [_run(r) for r in self._conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id")]
 
-    def run_keys(self, config_hash: str) -> dict[tuple[str, int, int, int], Status]:
-        """Status of every recorded run under a DpuConfig, by (elf_hash, dpus, tasklets, size)."""
-        rows = self._conn.execute("SELECT elf_hash, dpus, tasklets, size, status FROM runs"
-                                  " WHERE config_hash = ?", (config_hash,))
-        return {tuple(r[:4]): Status(r[4]) for r in rows}
+    def run_keys(self, config_hash: str) -> dict[tuple[str, str, str, int, int, int], Status]:
+        """Status of every recorded run with default parameters under a DpuConfig, by (kernel,
+        defines, elf_hash, dpus, tasklets, size)."""
+        rows = self._conn.execute("SELECT kernel, defines, elf_hash, dpus, tasklets, size, status FROM runs"
+                                  " WHERE config_hash = ? AND params = ''", (config_hash,))
+        return {tuple(r[:6]): Status(r[6]) for r in rows}
 
     # -- generation sessions ---------------------------------------------------------------
 
@@ -525,9 +498,7 @@ class Store:
 
         binaries, distinct = q("SELECT COUNT(elf_hash), COUNT(DISTINCT elf_hash)"
                                " FROM compiles").fetchone()
-        runs_per_kernel = q(
-            "SELECT c.kernel, COUNT(*) FROM runs r JOIN (SELECT DISTINCT kernel, elf_hash FROM"
-            " compiles) c ON c.elf_hash = r.elf_hash GROUP BY c.kernel ORDER BY c.kernel")
+        runs_per_kernel = q("SELECT kernel, COUNT(*) FROM runs GROUP BY kernel ORDER BY kernel")
         return StoreStats(
             pipelines=count("pipelines"), compiles=count("compiles"), runs=count("runs"),
             features=count("features"), distinct_elfs=distinct,
@@ -597,4 +568,4 @@ def _compile(row: tuple) -> CompileRecord:
 
 
 def _run(row: tuple) -> RunRecord:
-    return RunRecord(*row[:5], Status(row[5]), *row[6:9], bool(row[9]), *row[10:])
+    return RunRecord(*row[:6], Status(row[6]), *row[7:10], bool(row[10]), *row[11:])

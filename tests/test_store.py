@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from cnmtune.errors import SchemaMismatch
+from cnmtune.store_schema import MIGRATIONS
 from cnmtune.store import (
     SCHEMA_VERSION,
     ClaimOwner,
@@ -35,10 +36,10 @@ def _ok_compile(kernel, pipeline, elf, tasklets=1, defines=""):
                          iram_bytes=1024)
 
 
-def _ok_run(elf, dpus, tasklets, size, seconds, cfg=CFG):
-    return RunRecord(elf, dpus, tasklets, size, cfg, Status.OK, cycles=int(seconds * 1e6),
+def _ok_run(elf, dpus, tasklets, size, seconds, cfg=CFG, kernel="va", defines=""):
+    return RunRecord(kernel, elf, dpus, tasklets, size, cfg, Status.OK, cycles=int(seconds * 1e6),
                      kernel_seconds=seconds, transfer_seconds=0.01, verified=True, seconds=0.2,
-                     device="sim")
+                     device="sim", defines=defines)
 
 
 def test_open_sets_wal_and_version(tmp_path):
@@ -80,12 +81,12 @@ def test_compiles_for_elf(store):
 def test_run_round_trip_and_upsert(store):
     run = _ok_run("e1", 4, 16, 1024, 0.25)
     store.record_run(run)
-    assert store.find_run("e1", 4, 16, 1024, CFG) == run
-    assert store.find_run("e1", 4, 16, 1024, "other") is None
-    bad = RunRecord("e1", 4, 16, 1024, CFG, Status.FAULT, error="DMA out of MRAM bounds")
+    assert store.find_run("va", "", "e1", 4, 16, 1024, CFG) == run
+    assert store.find_run("va", "", "e1", 4, 16, 1024, "other") is None
+    bad = RunRecord("va", "e1", 4, 16, 1024, CFG, Status.FAULT, error="DMA out of MRAM bounds")
     store.record_run(bad)
     store.record_run(bad)
-    assert store.find_run("e1", 4, 16, 1024, CFG) == bad
+    assert store.find_run("va", "", "e1", 4, 16, 1024, CFG) == bad
     assert len(store.runs()) == 1
     assert run.ok and not bad.ok
 
@@ -110,10 +111,10 @@ def _populate(store):
     store.record_run(_ok_run("base", 1, 1, 1024, 2.0))
     store.record_run(_ok_run("fast", 4, 16, 1024, 0.25))
     store.record_run(_ok_run("fast", 4, 16, 4096, 1.0))  # no baseline at this size
-    store.record_run(_ok_run("g2", 4, 16, 1024, 0.5))  # no gemv baseline at all
-    store.record_run(RunRecord("g1", 4, 16, 1024, CFG, Status.WRONG_RESULT,
+    store.record_run(_ok_run("g2", 4, 16, 1024, 0.5, kernel="gemv"))  # no gemv baseline at all
+    store.record_run(RunRecord("gemv", "g1", 4, 16, 1024, CFG, Status.WRONG_RESULT,
                                kernel_seconds=0.1, error="mismatch at 3"))
-    store.record_run(RunRecord("fast", 8, 16, 1024, CFG, Status.TIMEOUT, error="budget"))
+    store.record_run(RunRecord("va", "fast", 8, 16, 1024, CFG, Status.TIMEOUT, error="budget"))
     store.record_features("fast", "s1", {"insns": 100, "dma": 3})
     store.record_features("base", "s1", {"insns": 300, "dma": 9})
 
@@ -229,7 +230,7 @@ def test_crash_is_invisible_to_another_connection(tmp_path):
     with Store(path) as a, Store(path) as b:
         with pytest.raises(KeyboardInterrupt), a.batch():
             a.record_run(_ok_run("x", 1, 1, 8, 1.0))
-            assert b.find_run("x", 1, 1, 8, CFG) is None  # uncommitted
+            assert b.find_run("va", "", "x", 1, 1, 8, CFG) is None  # uncommitted
             raise KeyboardInterrupt
         assert b.runs() == []
 
@@ -362,13 +363,58 @@ def test_migration_from_version_1(tmp_path):
         assert s.version == SCHEMA_VERSION
         old = s.find_compile("va", "O2", "", 16)
         assert old == CompileRecord("va", "O2", "", 16, "old", Status.OK, "", 1.5, None)
-        run = s.find_run("old", 4, 16, 64, "cfg0")
+        run = s.find_run("va", "", "old", 4, 16, 64, "cfg0")
         assert run.device == "" and run.verified and run.kernel_seconds == 0.5
         s.record_compile(_ok_compile("va", "O3", "new", tasklets=16))  # new columns work
         assert s.find_compile("va", "O3", "", 16).iram_bytes == 1024
         assert s.claim(["unit"], ClaimOwner.this_process(), 60) == ["unit"]  # a claims table
     with Store(path) as s:  # reopening does not migrate again
         assert s.version == SCHEMA_VERSION and len(s.compiles()) == 2
+
+
+def test_a_run_is_of_a_kernel_and_its_defines_not_of_a_binary_alone(store):
+    """gemv and mlp build the same binary; their host programs, and so their times, differ."""
+    store.record_compile(_ok_compile("gemv", "O2", "shared", tasklets=16, defines="BL=8"))
+    store.record_compile(_ok_compile("mlp", "O2", "shared", tasklets=16, defines="BL=8"))
+    store.record_run(_ok_run("shared", 4, 16, 1024, 0.5, kernel="gemv", defines="BL=8"))
+    assert store.find_run("mlp", "BL=8", "shared", 4, 16, 1024, CFG) is None
+    store.record_run(_ok_run("shared", 4, 16, 1024, 1.5, kernel="mlp", defines="BL=8"))
+    store.record_run(_ok_run("shared", 4, 16, 1024, 9.0, kernel="mlp", defines="BL=8", cfg="other"))
+    assert store.find_run("gemv", "BL=8", "shared", 4, 16, 1024, CFG).kernel_seconds == 0.5
+    assert store.find_run("mlp", "BL=8", "shared", 4, 16, 1024, CFG).kernel_seconds == 1.5
+    assert store.find_run("mlp", "BL=10", "shared", 4, 16, 1024, CFG) is None
+    with_params = RunRecord("mlp", "shared", 4, 16, 1024, CFG, Status.OK, kernel_seconds=3.0, verified=True,
+                            defines="BL=8", params="layers=5")
+    store.record_run(with_params)
+    assert store.find_run("mlp", "BL=8", "shared", 4, 16, 1024, CFG, "layers=5") == with_params
+    assert {(r.kernel, r.config_hash, r.kernel_seconds) for r in store.training_view()} == \
+        {("gemv", CFG, 0.5), ("mlp", CFG, 1.5), ("mlp", "other", 9.0)}  # not the run with parameters
+    assert set(store.run_keys(CFG)) == {("gemv", "BL=8", "shared", 4, 16, 1024), ("mlp", "BL=8", "shared", 4, 16, 1024)}
+    assert store.stats().runs_per_kernel == {"gemv": 1, "mlp": 3}
+
+
+def test_migration_to_version_5_keys_runs_by_kernel_and_drops_those_of_shared_binaries(tmp_path):
+    path = tmp_path / "v4.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(V1_SCHEMA)
+    conn.close()
+    conn = sqlite3.connect(path)
+    for statement in (s for migration in MIGRATIONS[1:4] for s in migration):
+        conn.execute(statement)
+    conn.executescript("""
+    INSERT INTO compiles (kernel, pipeline_id, defines, tasklets, elf_hash, status) VALUES
+      ('gemv', 1, 'BL=8', 16, 'shared', 'ok'), ('mlp', 1, 'BL=8', 16, 'shared', 'ok'),
+      ('hst-l', 1, 'BL=8', 16, 'twice', 'ok'), ('hst-l', 1, 'BL=9', 16, 'twice', 'ok');
+    INSERT INTO runs (elf_hash, dpus, tasklets, size, config_hash, kernel_seconds, verified, status, device) VALUES
+      ('shared', 4, 16, 64, 'cfg0', 0.5, 1, 'ok', 'sim'), ('twice', 4, 16, 64, 'cfg0', 0.5, 1, 'ok', 'sim'),
+      ('nobody', 4, 16, 64, 'cfg0', 0.5, 1, 'ok', 'sim');
+    PRAGMA user_version = 4;
+    """)
+    conn.close()
+    with Store(path) as s:
+        assert s.version == SCHEMA_VERSION
+        assert [(r.kernel, r.defines, r.elf_hash, r.device) for r in s.runs()] == [("va", "", "old", "")]
+        assert s.find_run("va", "", "old", 4, 16, 64, "cfg0").kernel_seconds == 0.5
 
 
 def test_newer_schema_is_refused(tmp_path):

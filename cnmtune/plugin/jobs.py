@@ -107,19 +107,31 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
     return out
 
 
+def run_host(job: RunJob) -> dict[str, str]:
+    """What the time of the job's runs depends on beside the binary, as RunRecord's key fields:
+    the kernel (its host program), the defines (as its CompileRecord's: the host reads them too)
+    and the workload parameters."""
+    kernel = kernel_of(job.kernel_dir)
+    variant = Variant.of(kernel, job.pipeline, job.tasklets, dict(job.defines))
+    return {"kernel": kernel.name, "defines": defines_key(dict(variant.defines)),
+            "params": defines_key(dict(job.params))}
+
+
 def run_job(job: RunJob) -> list[RunRecord]:
     """Worker side: rebuild the binary (a build-cache hit where it was compiled) and run it."""
     kernel = kernel_of(job.kernel_dir)
     binary = _toolchain().compile(Variant.of(kernel, job.pipeline, job.tasklets, dict(job.defines)))
     target = make_target(job.device, sim_config=job.sim_config, budget=job.budget)
+    host = run_host(job)
     if not isinstance(target, SimTarget):
         raise CnmtuneError(f"a run job runs on the simulator (sim or sim-sampled), not {job.device}")
     config_hash = target.config_hash  # '' for a sampled run: not the full run the store keys
     out = []
     for dpus, size in job.points:
         def failed(status: Status, error: str, start: float) -> RunRecord:
-            return RunRecord(job.elf_hash, dpus, job.tasklets, size, config_hash, status,
-                             error=error, seconds=time.perf_counter() - start, device=target.name)
+            return RunRecord(elf_hash=job.elf_hash, dpus=dpus, tasklets=job.tasklets, size=size,
+                             config_hash=config_hash, status=status, error=error,
+                             seconds=time.perf_counter() - start, device=target.name, **host)
         start = time.perf_counter()
         if binary.elf_hash != job.elf_hash:
             out.append(failed(Status.ERROR, f"rebuilding {binary.variant.label} gave ELF "
@@ -131,10 +143,10 @@ def run_job(job: RunJob) -> list[RunRecord]:
         except CnmtuneError as exc:
             out.append(failed(_status(exc), str(exc), start))
             continue
-        out.append(RunRecord(job.elf_hash, dpus, job.tasklets, size, config_hash, Status.OK,
-                             result.cycles, result.kernel_s,
-                             result.transfer_s, result.verified, "",
-                             result.wall_s, target.name))
+        out.append(RunRecord(elf_hash=job.elf_hash, dpus=dpus, tasklets=job.tasklets, size=size,
+                             config_hash=config_hash, status=Status.OK, cycles=result.cycles,
+                             kernel_seconds=result.kernel_s, transfer_seconds=result.transfer_s,
+                             verified=result.verified, seconds=result.wall_s, device=target.name, **host))
     return out
 
 

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from cnmtune.costmodel import model_schema
 from cnmtune.passes import knob_pipelines, pipeline_set
-from cnmtune.plugin.jobs import (CompileJob, CompileResult, RunJob, compile_job, kernel_of, record_results,
+from cnmtune.plugin.jobs import (CompileJob, CompileResult, RunJob, compile_job, kernel_of, record_results, run_host,
                                  run_job)
 from cnmtune.runtime.executor import Executor, Outcome
 from cnmtune.runtime.grid import config_grid, size_ladder
@@ -149,9 +149,9 @@ def compile_unit(kernel: str, pipeline: str, defines: str, tasklets: int) -> str
     return json.dumps(["compile", kernel, pipeline, defines, tasklets])
 
 
-def run_unit(elf_hash: str, dpus: int, tasklets: int, size: int, config_hash: str) -> str:
-    """Claim key of one run: the natural key of its row."""
-    return json.dumps(["run", elf_hash, dpus, tasklets, size, config_hash])
+def run_unit(kernel: str, defines: str, elf_hash: str, dpus: int, tasklets: int, size: int, config_hash: str) -> str:
+    """Claim key of one run: the natural key of its row (default parameters)."""
+    return json.dumps(["run", kernel, defines, elf_hash, dpus, tasklets, size, config_hash])
 
 
 @dataclass
@@ -227,7 +227,8 @@ def sampling_error(spec: DatasetSpec, plan: KernelPlan, store: Store | None = No
     seconds = []
     for device in ("sim", SAMPLED):
         recorded = device == "sim" and store is not None and rec.elf_hash in binaries
-        run = store.find_run(rec.elf_hash, dpus, tasklets, size, full_hash) if recorded else None
+        run = store.find_run(rec.kernel, rec.defines, rec.elf_hash, dpus, tasklets, size, full_hash) \
+            if recorded else None
         if run is None or run.status is not Status.OK:
             run = run_job(RunJob(root, "O2", tasklets, rec.elf_hash, ((dpus, size),), spec.sim_config,
                                  spec.budget, spec.input_seed, device=device))[0]
@@ -295,11 +296,11 @@ class _RunWork:
 
     def unit(self, point: tuple[int, int]) -> str:
         c = self.compile
-        return run_unit(c.elf_hash, point[0], c.tasklets, point[1], self.config_hash)
+        return run_unit(c.kernel, c.defines, c.elf_hash, point[0], c.tasklets, point[1], self.config_hash)
 
     def recorded(self, store: Store, point: tuple[int, int]) -> RunRecord | None:
         c = self.compile
-        return store.find_run(c.elf_hash, point[0], c.tasklets, point[1], self.config_hash)
+        return store.find_run(c.kernel, c.defines, c.elf_hash, point[0], c.tasklets, point[1], self.config_hash)
 
     def job(self, parts: tuple[tuple[int, int], ...], spec: DatasetSpec) -> tuple[Callable, RunJob]:
         c = self.compile
@@ -362,7 +363,7 @@ class _Coordinator:
         self.done_runs = {**store.run_keys(self.config_hash), **store.run_keys(self.sampled_hash)}
         self.featured = store.featured(self.schema_hash)  # binaries with features recorded
         self.featuring: set[str] = set()  # binaries compiled again for their features
-        self.simulated: set[str] = set()  # ELF hashes whose runs are recorded or dispatched
+        self.simulated: set[tuple[str, str, str]] = set()  # (kernel, defines, ELF) recorded or dispatched
         self.pending: list[object] = []  # records not yet committed
 
     def _plan(self, name: str) -> KernelPlan:
@@ -492,13 +493,13 @@ class _Coordinator:
             return
         points = plan.points.get((rec.defines, rec.tasklets), [])
         self.report.sample_points += len(points)
-        if rec.elf_hash in self.simulated:
+        if (rec.kernel, rec.defines, rec.elf_hash) in self.simulated:
             return
-        self.simulated.add(rec.elf_hash)
+        self.simulated.add((rec.kernel, rec.defines, rec.elf_hash))
         self.report.distinct_points += len(points)
         full, sampled = [], []
         for dpus, size in points:
-            status = self.done_runs.get((rec.elf_hash, dpus, rec.tasklets, size))
+            status = self.done_runs.get((rec.kernel, rec.defines, rec.elf_hash, dpus, rec.tasklets, size))
             if status is None or not self._finished(status):
                 sampling = self.spec.sampled_from is not None and dpus >= self.spec.sampled_from
                 (sampled if sampling else full).append((dpus, size))
@@ -519,8 +520,9 @@ class _Coordinator:
                                                        Status.ERROR, outcome.error), None)
                            for t in job.tasklets]
             else:
-                results = [RunRecord(job.elf_hash, d, job.tasklets, s, "", Status.ERROR,
-                                     error=outcome.error, device=job.device) for d, s in job.points]
+                results = [RunRecord(elf_hash=job.elf_hash, dpus=d, tasklets=job.tasklets, size=s, config_hash="",
+                                     status=Status.ERROR, error=outcome.error, device=job.device, **run_host(job))
+                           for d, s in job.points]
         else:
             results = outcome.value
         if isinstance(job, RunJob):  # a sampled run is recorded under its own key

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.jobs import RunJob, run_job
+from cnmtune.plugin.jobs import RunJob, run_host, run_job
 from cnmtune.plugin.tune.record import MeasureCallback
 from cnmtune.plugin.tune.report import Candidate
 from cnmtune.plugin.tune.space import Space
@@ -67,20 +67,25 @@ class PooledMeasurer(Measurer):
             done = self._run_group(todo[first:first + window], done, len(todo))
 
     def _reuse(self, c: Candidate) -> bool:
-        rec = self.store.find_run(c.elf_hash, c.dpus, c.tasklets, self.size, self.target.config_hash) \
-            if self.store is not None else None
+        if self.store is None:
+            return False
+        host = run_host(self._job(c))
+        rec = self.store.find_run(host["kernel"], host["defines"], c.elf_hash, c.dpus, c.tasklets, self.size,
+                                  self.target.config_hash, host["params"])
         if rec is None:
             return False
         take(c, rec)
         self.reused += 1
         return True
 
+    def _job(self, c: Candidate) -> RunJob:
+        return RunJob(str(self.kernel.root), c.pipeline, c.tasklets, c.elf_hash, ((c.dpus, self.size),),
+                      self.sim_config, self.budget, 0, self.space.build_defines(c.defines), self.space.params,
+                      self.device)
+
     def _run_group(self, group: list[Candidate], done: int, total: int) -> int:
         for c in group:
-            self.executor.submit(run_job, RunJob(str(self.kernel.root), c.pipeline, c.tasklets, c.elf_hash,
-                                                 ((c.dpus, self.size),), self.sim_config, self.budget, 0,
-                                                 self.space.build_defines(c.defines), self.space.params,
-                                                 self.device))
+            self.executor.submit(run_job, self._job(c))
         by_key = {(c.elf_hash, c.dpus): c for c in group}
         records: list[RunRecord] = []
         for outcome in self.executor.results():

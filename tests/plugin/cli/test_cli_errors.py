@@ -87,8 +87,8 @@ def corrupt_store(tmp_path_factory) -> Path:
     with Store(path) as store, store.batch():
         for i in range(300):
             store.record_compile(CompileRecord("va", "O2", f"BL={i}", 1, f"{i:064x}", Status.OK))
-            store.record_run(RunRecord(f"{i:064x}", 1, 1, 4096, "c", Status.OK, cycles=10, kernel_seconds=1e-3,
-                                       verified=True))
+            store.record_run(RunRecord("va", f"{i:064x}", 1, 1, 4096, "c", Status.OK, cycles=10, kernel_seconds=1e-3,
+                                       verified=True, defines=f"BL={i}"))
     size = path.stat().st_size
     with open(path, "r+b") as fh:
         fh.seek(size // 2 - 16384)
