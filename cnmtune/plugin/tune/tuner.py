@@ -39,9 +39,8 @@ is chosen, the default when nothing beats it: a tune never returns a variant slo
 default. The report lists per round what was built and run and the model's error on the runs
 (predicted before they ran), and what the choice changes against the default (``wins``).
 With a store, every compile, feature vector and run is recorded and a later tune of the same
-kernel re-uses the recorded runs instead of executing again; runs with workload parameters are
-neither re-used nor recorded (the store keys a run by binary, DPUs, tasklets and size, not by the
-parameters it was given). On a UPMEM target ('upmem-sim', 'upmem-hw') candidates are still
+kernel re-uses the recorded runs instead of executing again (the store keys a run by kernel,
+defines, workload parameters, binary, DPUs, tasklets, size and simulator config). On a UPMEM target ('upmem-sim', 'upmem-hw') candidates are still
 scored from their proxy binaries' features (the model's schema) and each chosen pipeline is
 rebuilt with the UPMEM SDK and measured there, one at a time in this process; UPMEM runs are not
 recorded in the store, which keys runs by proxy ELF.
@@ -480,12 +479,11 @@ def explore(spec: TuneSpec, executor: Executor, points: int, seed: int = 0,
 
 def _measurer(spec: TuneSpec, kernel: Kernel, size: int, space: Space, target: Target, executor: Executor,
               store: Store | None, callbacks: list[MeasureCallback], progress, device: str = "sim") -> Measurer:
-    """Worker processes and the store for pure targets (not the store for screening runs or runs
-    with workload parameters: it keys full runs, and not by parameters), this process for
-    exclusive ones."""
+    """Worker processes and the store for pure targets (not the store for screening runs: it keys
+    full runs), this process for exclusive ones."""
     if target.exclusive:
         return InProcessMeasurer(kernel, size, space, progress, target)
-    if spec.params or device != "sim":
+    if device != "sim":
         store, callbacks = None, []
     return PooledMeasurer(kernel, size, space, progress, target, executor, store, callbacks, spec.sim_config,
                           spec.budget, device)

@@ -63,8 +63,14 @@ def test_a_param_reaches_the_grid_checks_and_every_run(tmp_path):
     # the same binaries (parameters are not defines), 4x the columns to multiply: a longer kernel
     assert wide.default.elf_hash == narrow.default.elf_hash
     assert wide.default.measured_s > 2 * narrow.default.measured_s
-    # the store keys runs without parameters: the wide runs were neither re-used nor recorded
-    assert wide.reused == 0 and wide.executed >= 1 and len(recorded) == narrow.executed
+    # the store keys runs by their parameters: the narrow runs are not re-used for the wide ones, and
+    # both are recorded, each under its parameters; a second wide tune re-uses the wide runs
+    assert wide.reused == 0 and wide.executed >= 1 and len(recorded) == narrow.executed + wide.executed
+    assert {r.params for r in recorded} == {"", "n_cols=256"}
+    with Store(tmp_path / "tune.sqlite") as store:
+        again = tune(TuneSpec(**{**spec.__dict__, "params": (("n_cols", 256),)}), InlineExecutor(), store)
+    assert again.executed == 0 and again.reused == wide.executed
+    assert again.default.measured_s == wide.default.measured_s
     with pytest.raises(CnmtuneError, match="no valid .* at size 256: gemv: n_cols must be positive, got 0"):
         search_space(find_kernel("gemv"), 256, 1, 0, 10, (1,), (8,), params=(("n_cols", 0),))
 
