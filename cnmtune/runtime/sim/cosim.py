@@ -125,19 +125,46 @@ def _pop(keys, seqs, ts, n):
 
 
 @njit(cache=True, nogil=True)
-def _slot_of(keys, used, key, create):
-    """Index of `key` in a small table (linear search), a new one if `create`; -1 if absent or full."""
-    free = -1
+def _find(keys, used, key):
+    """Index of `key` in a small table (linear search), -1 if absent."""
     for i in range(keys.shape[0]):
-        if used[i]:
-            if keys[i] == key:
+        if used[i] and keys[i] == key:
+            return i
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _slot_of(keys, used, key):
+    """Index of `key` in a small table, taking a free slot for it if absent; -1 if the table is full."""
+    i = _find(keys, used, key)
+    if i < 0:
+        for i in range(keys.shape[0]):
+            if not used[i]:
+                used[i], keys[i] = True, key
                 return i
-        elif free < 0:
-            free = i
-    if create and free >= 0:
-        used[free] = True
-        keys[free] = key
-    return free if create else -1
+        return -1
+    return i
+
+
+@njit(cache=True, nogil=True)
+def _enqueue(queue, n, t, has_value, value):
+    """Queue tasklet t's resume (with `value` in a0 if has_value) behind the n queued; return n + 1."""
+    queue[n, 0], queue[n, 1], queue[n, 2] = t, has_value, value
+    return n + 1
+
+
+@njit(cache=True, nogil=True)
+def _block(state, since, t, now):
+    """Tasklet t waits on synchronisation from `now` (DpuTimeline._block)."""
+    state[t] = _SYNC
+    since[t] = now
+
+
+@njit(cache=True, nogil=True)
+def _unblock(sync_wait, since, t, now):
+    """A blocked tasklet's wait ends `now` (DpuTimeline._leave of a tasklet in _SYNC)."""
+    sync_wait[t] += now - since[t]
+    since[t] = now
 
 
 @njit(cache=True, nogil=True)
@@ -207,6 +234,7 @@ def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_
     barrier_keys, barrier_used = np.zeros(_KEYS, np.int64), np.zeros(_KEYS, np.bool_)
     arrived, arrived_count = np.zeros((_KEYS, _T), np.int64), np.zeros(_KEYS, np.int64)
     sem_keys, sem_used, sem_value = np.zeros(_KEYS, np.int64), np.zeros(_KEYS, np.bool_), np.zeros(_KEYS, np.int64)
+    sem_started = np.zeros(_KEYS, np.bool_)
     sem_waiters, sem_count = np.zeros((_KEYS, _T), np.int64), np.zeros(_KEYS, np.int64)
     wait_keys, wait_used, wait_value = np.zeros(_KEYS, np.int64), np.zeros(_KEYS, np.bool_), np.zeros(_KEYS, np.int64)
     notifying = np.zeros(_T, np.bool_)
@@ -224,8 +252,7 @@ def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_
     printed = np.empty((0, WRAM_SIZE), np.uint8)
     n_prints = 0
 
-    queue[0, 0], queue[0, 1] = 0, 0  # boot tasklet 0
-    n_queue = 1
+    n_queue = _enqueue(queue, 0, 0, 0, 0)  # boot tasklet 0
     status = OK
     while True:
         # ---- the resumes queued so far: _Functional.step, then DpuTimeline._resume's bookkeeping
@@ -390,128 +417,96 @@ def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_
                     dma[2] += 1
                     pending[t] = _NEXT
                 elif action == _A_BARRIER:
-                    b = _slot_of(barrier_keys, barrier_used, a0, True)
+                    b = _slot_of(barrier_keys, barrier_used, a0)
                     if b < 0:
-                        info[0] = t
-                        status = TABLE_FULL
+                        status, info[0] = TABLE_FULL, t
                         break
                     arrived[b, arrived_count[b]] = t
                     arrived_count[b] += 1
                     if arrived_count[b] >= max(a1, 1):
                         barrier_used[b] = False
                         for k in range(arrived_count[b] - 1):  # _wake each waiter: _leave now, resume queued
-                            waiter = arrived[b, k]
-                            elapsed = now - since[waiter]
-                            sync_wait[waiter] += elapsed  # a barrier waiter is in _SYNC
-                            since[waiter] = now
-                            queue[n_queue, 0], queue[n_queue, 1] = waiter, 0
-                            n_queue += 1
+                            _unblock(sync_wait, since, arrived[b, k], now)
+                            n_queue = _enqueue(queue, n_queue, arrived[b, k], 0, 0)
                         arrived_count[b] = 0
-                        queue[n_queue, 0], queue[n_queue, 1] = t, 0
-                        n_queue += 1
+                        n_queue = _enqueue(queue, n_queue, t, 0, 0)
                     else:
-                        state[t] = _SYNC
-                        since[t] = now
+                        _block(state, since, t, now)
                 elif action == _A_ACQUIRE or action == _A_LOCK:
-                    if bits[a0]:
-                        if action == _A_ACQUIRE:  # _delay: re-try at the next issue slot at the earliest
-                            state[t] = _SYNC
-                            since[t] = now
-                            seq += 1
-                            wake_n = _push(wake_keys, wake_seqs, wake_ts, wake_n, now + SPIN_SLOTS * period, seq, t)
-                            pending[t] = _NEXT
-                            has_value[t] = True
-                            resume_value[t] = 1
-                        else:
-                            lock_waiters[a0, lock_count[a0]] = t
-                            lock_count[a0] += 1
-                            state[t] = _SYNC
-                            since[t] = now
-                    else:
+                    if not bits[a0]:
                         bits[a0] = True
-                        queue[n_queue, 0], queue[n_queue, 1], queue[n_queue, 2] = t, 1, 0
-                        n_queue += 1
+                        n_queue = _enqueue(queue, n_queue, t, 1, 0)
+                    elif action == _A_ACQUIRE:  # _delay: re-try at the next issue slot at the earliest
+                        _block(state, since, t, now)
+                        seq += 1
+                        wake_n = _push(wake_keys, wake_seqs, wake_ts, wake_n, now + SPIN_SLOTS * period, seq, t)
+                        pending[t] = _NEXT
+                        has_value[t] = True
+                        resume_value[t] = 1
+                    else:
+                        lock_waiters[a0, lock_count[a0]] = t
+                        lock_count[a0] += 1
+                        _block(state, since, t, now)
                 elif action == _A_RELEASE:
                     if lock_count[a0]:  # hand the bit straight to the first spinner
                         waiter = _take_first(lock_waiters, lock_count, a0)
-                        sync_wait[waiter] += now - since[waiter]
-                        since[waiter] = now
-                        queue[n_queue, 0], queue[n_queue, 1], queue[n_queue, 2] = waiter, 1, 0
-                        n_queue += 1
+                        _unblock(sync_wait, since, waiter, now)
+                        n_queue = _enqueue(queue, n_queue, waiter, 1, 0)
                     else:
                         bits[a0] = False
-                    queue[n_queue, 0], queue[n_queue, 1] = t, 0
-                    n_queue += 1
+                    n_queue = _enqueue(queue, n_queue, t, 0, 0)
                 elif action == _A_SEM_TAKE or action == _A_SEM_GIVE:
-                    s = _slot_of(sem_keys, sem_used, a0, False)
+                    s = _slot_of(sem_keys, sem_used, a0)
                     if s < 0:
-                        s = _slot_of(sem_keys, sem_used, a0, True)
-                        if s < 0:
-                            info[0] = t
-                            status = TABLE_FULL
-                            break
+                        status, info[0] = TABLE_FULL, t
+                        break
+                    if not sem_started[s]:  # a semaphore starts at its initial count
+                        sem_started[s] = True
                         sem_value[s] = a1
                     if action == _A_SEM_TAKE:
                         sem_value[s] -= 1
                         if sem_value[s] < 0:
                             sem_waiters[s, sem_count[s]] = t
                             sem_count[s] += 1
-                            state[t] = _SYNC
-                            since[t] = now
+                            _block(state, since, t, now)
                         else:
-                            queue[n_queue, 0], queue[n_queue, 1] = t, 0
-                            n_queue += 1
+                            n_queue = _enqueue(queue, n_queue, t, 0, 0)
                     else:
                         sem_value[s] += 1
                         if sem_count[s]:
                             waiter = _take_first(sem_waiters, sem_count, s)
-                            sync_wait[waiter] += now - since[waiter]
-                            since[waiter] = now
-                            queue[n_queue, 0], queue[n_queue, 1] = waiter, 0
-                            n_queue += 1
-                        queue[n_queue, 0], queue[n_queue, 1] = t, 0
-                        n_queue += 1
+                            _unblock(sync_wait, since, waiter, now)
+                            n_queue = _enqueue(queue, n_queue, waiter, 0, 0)
+                        n_queue = _enqueue(queue, n_queue, t, 0, 0)
                 elif action == _A_NOTIFY:
-                    w = _slot_of(wait_keys, wait_used, t, False)
+                    w = _find(wait_keys, wait_used, t)
                     if w < 0:
                         notifying[t] = True
-                        state[t] = _SYNC
-                        since[t] = now
-                    else:
-                        # the notifier's next segment first (see DpuTimeline._act)
+                        _block(state, since, t, now)
+                    else:  # the notifier's next segment first (see DpuTimeline._act)
                         wait_used[w] = False
-                        waiter = wait_value[w]
-                        queue[n_queue, 0], queue[n_queue, 1] = t, 0
-                        sync_wait[waiter] += now - since[waiter]
-                        since[waiter] = now
-                        queue[n_queue + 1, 0], queue[n_queue + 1, 1], queue[n_queue + 1, 2] = waiter, 1, 0
-                        n_queue += 2
+                        n_queue = _enqueue(queue, n_queue, t, 0, 0)
+                        _unblock(sync_wait, since, wait_value[w], now)
+                        n_queue = _enqueue(queue, n_queue, wait_value[w], 1, 0)
                 elif action == _A_WAIT_FOR:
-                    if _slot_of(wait_keys, wait_used, a0, False) >= 0:
-                        queue[n_queue, 0], queue[n_queue, 1], queue[n_queue, 2] = t, 1, EALREADY
-                        n_queue += 1
+                    if _find(wait_keys, wait_used, a0) >= 0:
+                        n_queue = _enqueue(queue, n_queue, t, 1, EALREADY)
                     elif 0 <= a0 < _T and notifying[a0]:
                         notifying[a0] = False
-                        sync_wait[a0] += now - since[a0]
-                        since[a0] = now
-                        queue[n_queue, 0], queue[n_queue, 1] = a0, 0
-                        queue[n_queue + 1, 0], queue[n_queue + 1, 1], queue[n_queue + 1, 2] = t, 1, 0
-                        n_queue += 2
+                        _unblock(sync_wait, since, a0, now)
+                        n_queue = _enqueue(queue, n_queue, a0, 0, 0)
+                        n_queue = _enqueue(queue, n_queue, t, 1, 0)
                     else:
-                        w = _slot_of(wait_keys, wait_used, a0, True)
+                        w = _slot_of(wait_keys, wait_used, a0)
                         if w < 0:
-                            info[0] = t
-                            status = TABLE_FULL
+                            status, info[0] = TABLE_FULL, t
                             break
                         wait_value[w] = t
-                        state[t] = _SYNC
-                        since[t] = now
+                        _block(state, since, t, now)
                 elif action == _A_BOOT:
                     if 0 <= a0 < _T and state[a0] == _IDLE:
-                        queue[n_queue, 0], queue[n_queue, 1] = a0, 0
-                        n_queue += 1
-                    queue[n_queue, 0], queue[n_queue, 1] = t, 0
-                    n_queue += 1
+                        n_queue = _enqueue(queue, n_queue, a0, 0, 0)
+                    n_queue = _enqueue(queue, n_queue, t, 0, 0)
                 elif action == _A_PERF_CONFIG or action == _A_PERF_GET:
                     if perf_mode == COUNT_INSTRUCTIONS:
                         counted = slots_of.sum() - perf_slots_base
@@ -524,15 +519,13 @@ def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_
                         if a1:
                             perf_base = now
                             perf_slots_base = slots_of.sum()
-                    queue[n_queue, 0], queue[n_queue, 1], queue[n_queue, 2] = t, 1, previous
-                    n_queue += 1
+                    n_queue = _enqueue(queue, n_queue, t, 1, previous)
                 else:  # _A_STOP
                     state[t] = _DONE
                     since[t] = now
             elif step == _NEXT:
-                queue[0, 0], queue[0, 1], queue[0, 2] = t, has_value[t], resume_value[t]
+                n_queue = _enqueue(queue, n_queue, t, has_value[t], resume_value[t])
                 has_value[t] = False
-                n_queue = 1
             else:  # _MRAM: the segment's direct MRAM accesses, as one DMA after its issue slots
                 pending[t] = _ACT
                 nbytes = accesses_of[t] * direct_bytes
