@@ -57,7 +57,7 @@ _S_STOP, _S_ME, _S_FAULT, _S_MRAM_READ, _S_MRAM_WRITE, _S_PRINTF, _S_PUTS, _S_PU
 _S_LAST = int(max(Service))
 _ECALL, _BUDGET, _GROW, _EBREAK = (int(k) for k in (EventKind.ECALL, EventKind.BUDGET, EventKind.MRAM_GROW,
                                                      EventKind.EBREAK))
-TABLE_SIZE = 64  # distinct barriers, semaphores or handshake waits one launch may use (TABLE_FULL beyond)
+TABLE_SIZE = 256  # distinct barriers, semaphores or pending handshake waits in one launch (TABLE_FULL beyond)
 _KEYS = TABLE_SIZE
 _M32 = 0xFFFFFFFF
 

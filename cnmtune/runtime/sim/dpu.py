@@ -275,7 +275,7 @@ class _Functional:
             code, text_address, kinds, natives, regs, pcs, wram, state.mram, stack_lo, stack_hi, acc, in_routine,
             mram_accesses, self.budget, self._base, self._per, timing_parameters(config), _ACTION_OF_SERVICE)
         if status == cosim.PRINTS:
-            raise _Printed(f"more than {cosim.PRINT_LIMIT} prints in one launch")
+            raise _Printed(f"DPU {self.dpu.index}: more than {cosim.PRINT_LIMIT} prints in one launch")
         for (service, a0, a1), wram_then in zip(prints.tolist(), printed):
             self.dpu._log.append(_print_text(wram_then, service, a0, a1))
         if status != cosim.OK:
@@ -307,7 +307,6 @@ class _Functional:
             raise SimFault(f"DPU {self.dpu.index}, tasklet {t}: more than {cosim.TABLE_SIZE} distinct barriers, "
                            "semaphores or handshake waits in one launch")
         raise ValueError(f"cosimulate returned status {status}")
-
 
     # ------------------------------------------------------------ services
     def _service(self, t: int, pc: int, a0: int, a1: int, a7: int) -> tuple[Action, int, int] | None:

@@ -412,7 +412,6 @@ class DpuTimeline:
         return int(counted) // PERF_GRANULARITY * PERF_GRANULARITY
 
 
-
 class TraceReplay:
     """A SegmentSource that replays a recorded Trace (re-timing without re-execution).
 
