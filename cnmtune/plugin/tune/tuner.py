@@ -40,10 +40,11 @@ default. The report lists per round what was built and run and the model's error
 (predicted before they ran), and what the choice changes against the default (``wins``).
 With a store, every compile, feature vector and run is recorded and a later tune of the same
 kernel re-uses the recorded runs instead of executing again (the store keys a run by kernel,
-defines, workload parameters, binary, DPUs, tasklets, size and simulator config). On a UPMEM target ('upmem-sim', 'upmem-hw') candidates are still
-scored from their proxy binaries' features (the model's schema) and each chosen pipeline is
-rebuilt with the UPMEM SDK and measured there, one at a time in this process; UPMEM runs are not
-recorded in the store, which keys runs by proxy ELF.
+defines, workload parameters, binary, DPUs, tasklets, size and simulator config). On a UPMEM
+target ('upmem-sim', 'upmem-hw') candidates are still scored from their proxy binaries' features
+(the model's schema) and each chosen pipeline is rebuilt with the UPMEM SDK and measured there,
+one at a time in this process; UPMEM runs are not recorded in the store, which keys runs by
+proxy ELF.
 ``exhaustive`` also runs every candidate of the first population, to measure the regret of the
 choice and how much faster the tuner was.
 
