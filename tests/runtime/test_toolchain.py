@@ -10,7 +10,7 @@ from cnmtune.dpu.elf_tables import symbol_values
 from cnmtune.errors import (CompileError, ElfError, IramOverflow, KernelError, LinkError, NotAnElf, TruncatedElf,
                             WramOverflow)
 from cnmtune.passes import NAMES, Pipeline, random_pipeline
-from cnmtune.runtime.toolchain import Variant
+from cnmtune.runtime.toolchain import Variant, zig
 from cnmtune.runtime.toolchain.layout import read_memory_use
 
 SMALL_KERNEL = """
@@ -248,3 +248,10 @@ def test_missing_kernel_dir(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(KernelError, match=r"no device sources"):
         Kernel.load(tmp_path / "empty")
+
+
+def test_a_zig_tool_past_its_timeout_is_one_compile_error():
+    """A hung front end or linker ends in a CompileError naming the tool and the limit (a stalled link
+    was once recorded as a raw subprocess.TimeoutExpired)."""
+    with pytest.raises(CompileError, match=r"^zig ld\.lld did not finish within 0\.001 s$"):
+        zig.run(["ld.lld", "--version"], timeout=0.001)

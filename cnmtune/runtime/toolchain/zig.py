@@ -16,7 +16,7 @@ from pathlib import Path
 
 import ziglang
 
-from cnmtune.errors import ToolchainMissing
+from cnmtune.errors import CompileError, ToolchainMissing
 
 TARGET_FLAGS: tuple[str, ...] = (
     "-target", "riscv32-freestanding-none", "-mcpu=generic_rv32", "-mabi=ilp32",
@@ -41,10 +41,13 @@ def zig_executable() -> Path:
 
 
 def run(args: list[str], cwd: Path | None = None, timeout: float = 300) -> ProcessResult:
-    """Run `zig ARGS...` and capture its output."""
-    proc = subprocess.run(
-        [str(zig_executable()), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
-    )
+    """Run `zig ARGS...` and capture its output; CompileError if it does not finish within `timeout` s."""
+    try:
+        proc = subprocess.run(
+            [str(zig_executable()), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CompileError(f"zig {args[0] if args else ''} did not finish within {timeout:g} s") from exc
     return ProcessResult(proc.returncode, proc.stdout, proc.stderr)
 
 
