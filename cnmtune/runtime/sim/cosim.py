@@ -168,6 +168,22 @@ def _unblock(sync_wait, since, t, now):
 
 
 @njit(cache=True, nogil=True)
+def _transfer(state, since, wake_keys, wake_seqs, wake_ts, wake_n, dma, t, now, engine_free, seq, nbytes, alpha,
+              beta, overhead, direction):
+    """Tasklet t's DMA of nbytes on the one engine (DpuTimeline._dma): it starts when the engine is
+    free, occupies it beta * nbytes + overhead and wakes t alpha + beta * nbytes after its start.
+    Returns the new (engine_free, seq, wake_n); direction 0 counts read bytes, 1 written."""
+    start = now if now >= engine_free else engine_free
+    state[t] = _DMA
+    since[t] = now
+    seq += 1
+    wake_n = _push(wake_keys, wake_seqs, wake_ts, wake_n, start + alpha + beta * nbytes, seq, t)
+    dma[direction] += nbytes
+    dma[2] += 1
+    return start + beta * nbytes + overhead, seq, wake_n
+
+
+@njit(cache=True, nogil=True)
 def _take_first(queues, counts, i):
     """Pop the first tasklet of FIFO i."""
     first = queues[i, 0]
@@ -405,16 +421,10 @@ def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_
             if step == _ACT:
                 action, a0, a1 = actions[t], arg0s[t], arg1s[t]
                 if action == _A_DMA_READ or action == _A_DMA_WRITE:
-                    start = engine_free if engine_free > now else now
-                    engine_free = start + beta * a0 + overhead
-                    state[t] = _DMA
-                    since[t] = now
-                    seq += 1
                     read = action == _A_DMA_READ
-                    wake_n = _push(wake_keys, wake_seqs, wake_ts, wake_n,
-                                   start + (read_alpha if read else write_alpha) + beta * a0, seq, t)
-                    dma[0 if read else 1] += a0
-                    dma[2] += 1
+                    engine_free, seq, wake_n = _transfer(state, since, wake_keys, wake_seqs, wake_ts, wake_n, dma, t,
+                                                         now, engine_free, seq, a0, read_alpha if read else write_alpha,
+                                                         beta, overhead, 0 if read else 1)
                     pending[t] = _NEXT
                 elif action == _A_BARRIER:
                     b = _slot_of(barrier_keys, barrier_used, a0)
@@ -528,16 +538,9 @@ def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_
                 has_value[t] = False
             else:  # _MRAM: the segment's direct MRAM accesses, as one DMA after its issue slots
                 pending[t] = _ACT
-                nbytes = accesses_of[t] * direct_bytes
-                start = now if now >= engine_free else engine_free
-                engine_free = start + beta * nbytes + overhead
-                state[t] = _DMA
-                since[t] = now
-                seq += 1
-                wake_n = _push(wake_keys, wake_seqs, wake_ts, wake_n,
-                               start + read_alpha * accesses_of[t] + beta * nbytes, seq, t)
-                dma[0] += nbytes
-                dma[2] += 1
+                engine_free, seq, wake_n = _transfer(state, since, wake_keys, wake_seqs, wake_ts, wake_n, dma, t, now,
+                                                     engine_free, seq, accesses_of[t] * direct_bytes,
+                                                     read_alpha * accesses_of[t], beta, overhead, 0)
             continue
         # ---- advance model time to the next segment end, DMA completion or timed wake-up
         if run_n == 0 and wake_n == 0:
