@@ -27,12 +27,7 @@ def write_table(path: str | os.PathLike, header: Sequence[str], rows: Sequence[t
                 writer.writerow(header)
                 writer.writerows(rows)
         else:
-            try:
-                import pyarrow
-                import pyarrow.parquet
-            except ImportError as exc:
-                raise StoreError("export to .parquet needs the package 'pyarrow' (pip "
-                                 "install pyarrow), or export to .csv") from exc
+            pyarrow = _pyarrow("export to")
             columns = {name: [r[i] for r in rows] for i, name in enumerate(header)}
             arrow = pyarrow.table(columns).replace_schema_metadata(dict(metadata or {}))
             pyarrow.parquet.write_table(arrow, tmp, compression="zstd")
@@ -40,3 +35,39 @@ def write_table(path: str | os.PathLike, header: Sequence[str], rows: Sequence[t
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def read_table(path: str | os.PathLike) -> tuple[list[str], list[tuple], dict[str, str]]:
+    """The header, rows and metadata of a .csv or .parquet file as ``write_table`` writes it; CSV
+    cells are text (empty for None) and CSV has no metadata."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise StoreError(f"cannot read {path}: use a .csv or .parquet file")
+    if not path.is_file():
+        raise StoreError(f"no file {path}")
+    if suffix == ".csv":
+        with open(path, newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                raise StoreError(f"{path} is empty: no header row")
+            return header, [tuple(row) for row in reader], {}
+    pyarrow = _pyarrow("reading")
+    try:
+        arrow = pyarrow.parquet.read_table(path)
+    except (pyarrow.ArrowInvalid, OSError) as exc:
+        raise StoreError(f"{path} is not a readable Parquet file ({exc})") from exc
+    metadata = {k.decode(): v.decode() for k, v in (arrow.schema.metadata or {}).items()}
+    columns = arrow.to_pydict()
+    return list(columns), list(zip(*columns.values())), metadata
+
+
+def _pyarrow(action: str):
+    """pyarrow with its Parquet module, or a StoreError saying what needs it."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as exc:
+        raise StoreError(f"{action} .parquet needs the package 'pyarrow' (pip install pyarrow), or use .csv") from exc
+    return pyarrow

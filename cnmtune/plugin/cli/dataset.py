@@ -191,6 +191,29 @@ def export_command(
     note(f"wrote {path}")
 
 
+@dataset_app.command("import")
+def import_command(
+    files: list[Path] = typer.Argument(..., help="compiles or runs exports (.parquet or .csv)"),
+    db: Path = typer.Option(..., "--db", help="SQLite store to create or add to"),
+    json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Add the compiles and runs another store exported (`export --table compiles|runs`): a
+    generation goes on from them, compiling the binaries again for features, repeating no run."""
+    from cnmtune.store_import import import_table
+
+    with Store(db) as store:
+        reports = [import_table(store, path) for path in files]
+    if json_out:
+        emit_json([{"file": str(r.path), "table": r.table, "added": r.added, "kept": r.kept} for r in reports])
+        return
+    table = Table(title=f"imported into {db}")
+    for column in ("file", "table", "added", "kept (already in the store)"):
+        table.add_column(column, justify="left" if column in ("file", "table") else "right")
+    for r in reports:
+        table.add_row(r.path.name, r.table, f"{r.added:,}", f"{r.kept:,}")
+    console.print(table)
+
+
 def _require(db: Path) -> None:
     from cnmtune.errors import StoreError
 

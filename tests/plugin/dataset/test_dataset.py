@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -149,6 +150,30 @@ def test_a_new_feature_schema_recompiles_each_binary_once_and_reruns_nothing(sma
         assert store.featured(schema_hash) == distinct
         assert store.runs() == runs
         assert len(store.training_view(schema_hash=schema_hash)) == 6 * 3
+
+
+def test_a_generation_goes_on_from_an_imported_store_and_repeats_no_run(small_va, tmp_path):
+    """Another machine's store, exported (compiles and runs) and imported into a new one: the same
+    command compiles each binary again for its features, runs nothing, and gives the same dataset."""
+    db, spec, _ = small_va
+    exports = [tmp_path / "compiles.parquet", tmp_path / "runs.parquet"]
+    for table, path in zip(("compiles", "runs"), exports):
+        result = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "export", str(db), str(path),
+                                 "--table", table], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+    moved = tmp_path / "moved.sqlite"
+    result = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "import", *map(str, exports),
+                             "--db", str(moved), "--json"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    with Store(db) as store:
+        compiles, runs = store.compiles(), store.runs()
+    assert [(r["table"], r["added"]) for r in json.loads(result.stdout)] == [("compiles", len(compiles)),
+                                                                               ("runs", len(runs))]
+    with Store(moved) as store:
+        assert store.featured(model_schema().hash) == set()
+        report = generate(spec, store, InlineExecutor())
+    assert report.compiles_done == len({c.elf_hash for c in compiles}) and report.runs_planned == 0
+    assert snapshot(moved) == snapshot(db)
 
 
 def test_timeouts_recorded_excluded_and_retried(tmp_path):
