@@ -39,7 +39,7 @@ from rich.table import Table
 
 from cnmtune.atomic import atomic_write
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.tune import TuneSpec, explore, tune
+from cnmtune.plugin.tune import TUNE_TASKLETS, TuneSpec, explore, tune
 from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import expand_kernels, find_kernel
 
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--size", default="default", help="size preset (or element count) of every kernel")
     parser.add_argument("--dpus", help="DPU counts (default: one rank, or the most the size allows)")
-    parser.add_argument("--tasklets", default="1,2,4,8,12,16", help="tasklet counts (the kernel's own is added)")
+    parser.add_argument("--tasklets", default=",".join(map(str, TUNE_TASKLETS)), help="tasklet counts (the kernel's own is added)")
     parser.add_argument("--max-runs", type=int, default=60, help="runs per kernel (gains mode)")
     parser.add_argument("--budget-s", type=float, help="seconds of runs per kernel (gains mode; default: no limit)")
     parser.add_argument("--exhaustive", action="store_true", help="regret against running every candidate")

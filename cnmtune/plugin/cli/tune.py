@@ -13,7 +13,7 @@ from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.cli.options import DEFINES, PARAMS, int_list, kernel_size, parse_defines, parse_params
 from cnmtune.plugin.cli.output import (console, emit_json, milliseconds, note, phase_bars, print_pipeline_legend,
                                       warn)
-from cnmtune.plugin.tune import TuneReport, TuneSpec, tune
+from cnmtune.plugin.tune import TUNE_TASKLETS, TuneReport, TuneSpec, tune
 from cnmtune.plugin.tune.report import Candidate
 from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import find_kernel
@@ -32,7 +32,8 @@ def tune_command(
                                             "size allows); several with --objective end-to-end"),
     objective: str = typer.Option("kernel", "--objective",
                                   help="kernel: DPU kernel time; end-to-end: kernel + host transfers"),
-    tasklets: str = typer.Option("1,2,4,8,16", "--tasklets", help="tasklet counts to consider"),
+    tasklets: str = typer.Option(",".join(map(str, TUNE_TASKLETS)), "--tasklets",
+                                 help="tasklet counts to consider (a DPU runs up to 24)"),
     define: list[str] = DEFINES,
     param: list[str] = PARAMS,
     top_k: int = typer.Option(10, "--top-k", "-k", help="candidates to execute per round of the search"),
