@@ -19,9 +19,10 @@ from cnmtune.runtime.toolchain import Variant
 
 # (kernel, pipeline, tasklets, DPUs): handshake chains (sel), mutexes and barriers (hst-l, trns),
 # uneven rows over 5 tasklets (spmv), a print in every launch (bs), many short segments over many
-# launches (nw), priced multiplies (lorq), perfcounters (red), O3 with runtime unrolling (va)
+# launches (nw), priced multiplies (lorq), perfcounters at a DPU's 24 tasklets (red), O3 with runtime
+# unrolling (va)
 CASES = [("sel", "O2", 16, 2), ("hst-l", "O0", 8, 1), ("trns", "O2", 16, 1), ("spmv", "O2", 5, 2),
-         ("bs", "O2", 16, 2), ("nw", "O2", 4, 1), ("lorq", "O2", 8, 1), ("red", "O2", 16, 2),
+         ("bs", "O2", 16, 2), ("nw", "O2", 4, 1), ("lorq", "O2", 8, 1), ("red", "O2", 24, 2),
          ("va", "O3,unroll-count=4,unroll-runtime=1", 3, 2)]
 TIMING_ARRAYS = ("issue_cycles", "dma_wait_cycles", "sync_wait_cycles", "slots", "instructions")
 TRACE_COLUMNS = ("tasklet", "slots", "instructions", "routine_counts", "routine_params", "mram_accesses", "action",
