@@ -40,9 +40,11 @@ def import_table(store: Store, path: str | os.PathLike) -> ImportReport:
     table = _table_of(path, header, metadata)
     record_type = _RECORDS[table]
     converters = _converters(record_type)
-    records = [record_type(**{name: converters[name](value, path, number, name)
-                              for name, value in zip(header, row)})
-               for number, row in enumerate(rows, start=2)]  # row 1 is a CSV file's header
+    csv_file = path.suffix.lower() == ".csv"  # a CSV file's line 1 is its header
+    records = []
+    for number, row in enumerate(rows, start=2 if csv_file else 1):
+        where = f"{path}, {'line' if csv_file else 'row'} {number}"
+        records.append(record_type(**{name: converters[name](value, where, name) for name, value in zip(header, row)}))
     added = 0
     with store.batch():
         for rec in records:
@@ -80,11 +82,11 @@ def _converter(hint):
     optional = isinstance(hint, types.UnionType) and type(None) in hint.__args__
     base = next(a for a in hint.__args__ if a is not type(None)) if optional else hint
 
-    def convert(value, path: Path, row: int, name: str):
+    def convert(value, where: str, name: str):
         if value is None or (value == "" and base is not str):
             if optional:
                 return None
-            raise StoreError(f"{path}, row {row}: {name} is empty")
+            raise StoreError(f"{where}: {name} is empty")
         if value == "" and optional:
             return None
         try:
@@ -93,6 +95,6 @@ def _converter(hint):
                                                               "0": False}[str(value).lower()]
             return base(value)
         except (ValueError, KeyError) as exc:
-            raise StoreError(f"{path}, row {row}: {name} = {value!r} is not {_KINDS[base]}") from exc
+            raise StoreError(f"{where}: {name} = {value!r} is not {_KINDS[base]}") from exc
 
     return convert

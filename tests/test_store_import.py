@@ -68,9 +68,9 @@ def test_a_file_that_is_not_such_an_export_is_one_error_and_adds_nothing(exporte
     csv.writer(bad_int.open("w", newline="")).writerows([rows[0], [*rows[1][:2], "four", *rows[1][3:]]])
     csv.writer(no_kernel_column.open("w", newline="")).writerows([row[1:] for row in rows])
     with Store(tmp_path / "target.sqlite") as store:
-        with pytest.raises(StoreError, match=r"status.csv, row 3: status = 'finished' is not a status \(ok, "):
+        with pytest.raises(StoreError, match=r"status.csv, line 3: status = 'finished' is not a status \(ok, "):
             import_table(store, bad_status)
-        with pytest.raises(StoreError, match=r"int.csv, row 2: dpus = 'four' is not an integer"):
+        with pytest.raises(StoreError, match=r"int.csv, line 2: dpus = 'four' is not an integer"):
             import_table(store, bad_int)
         with pytest.raises(StoreError, match=r"columns.csv is not a compiles or runs export: its columns are elf_hash, "):
             import_table(store, no_kernel_column)
