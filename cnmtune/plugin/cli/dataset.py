@@ -14,7 +14,7 @@ from rich.text import Text
 
 from cnmtune.plugin.dataset.generate import SAMPLING_TOLERANCE, DatasetSpec, GenerationReport, generate
 from cnmtune.plugin.cli.options import int_list, size_value
-from cnmtune.plugin.cli.output import console, emit_json, err_console, note, warn
+from cnmtune.plugin.cli.output import ProgressLines, console, emit_json, err_console, note, warn
 from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import expand_kernels
 from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET
@@ -70,8 +70,13 @@ def generate_command(
                    _RateColumn(), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
         with Progress(*columns, console=err_console, transient=as_json) as bar:
             tasks = {phase: bar.add_task(phase, total=None) for phase in ("compile", "simulate")}
-            report = generate(spec, store, executor,
-                              lambda phase, done, total: bar.update(tasks[phase], completed=done, total=total))
+            lines = ProgressLines(err_console)  # a log file's progress, where the bars draw nothing
+
+            def progress(phase: str, done: int, total: int) -> None:
+                bar.update(tasks[phase], completed=done, total=total)
+                lines(phase, done, total)
+
+            report = generate(spec, store, executor, progress)
     if as_json:
         emit_json(_report_dict(report))
     else:

@@ -12,6 +12,7 @@ import json
 import math
 import re
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -88,6 +89,42 @@ class PhaseBars:
     def of(self, item: str):
         """A progress(phase, done, total) whose bars are labelled `item: phase`."""
         return lambda phase, done, total: self(f"{item}: {phase}", done, total)
+
+
+class ProgressLines:
+    """Progress as a plain line per phase at most every `interval` seconds, and when a phase
+    completes, on a console that is not a terminal (a log file under nohup, a pipe): rich's bars
+    draw nothing there until they end. Call it as progress(phase, done, total); on a terminal it
+    prints nothing (the bars do)."""
+
+    def __init__(self, console: Console, interval: float = 60.0, clock=time.monotonic):
+        self._console, self._interval, self._clock = console, interval, clock
+        self._enabled = not console.is_terminal
+        self._first: dict[str, tuple[float, int]] = {}  # phase -> (time, done) of its first update
+        self._last: dict[str, tuple[float, int]] = {}  # phase -> (time, done) of its last line
+
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        if not self._enabled:
+            return
+        now = self._clock()
+        first_time, first_done = self._first.setdefault(phase, (now, done))
+        last_time, last_done = self._last.get(phase, (first_time, None))
+        finished = bool(total) and done >= total
+        if done == last_done or (now - last_time < self._interval and not finished):
+            return
+        self._last[phase] = (now, done)
+        elapsed = now - first_time
+        rate = (done - first_done) / elapsed if elapsed > 0 else 0.0
+        line = f"{phase}: {done:,}" + (f" / {total:,} ({100 * done / total:.0f} %)" if total else "")
+        line += f", {rate:.1f}/s, elapsed {_clock_text(elapsed)}"
+        if total and rate > 0 and not finished:
+            line += f", eta {_clock_text((total - done) / rate)}"
+        self._console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _clock_text(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
 
 
 @contextlib.contextmanager

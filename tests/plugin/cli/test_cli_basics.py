@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.metadata
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +73,32 @@ def _column(table: str, row: str, column: int) -> str:
             current = []
     found = next(lines for lines in rows if lines[0][0] == row)
     return " ".join(cells[column] for cells in found if cells[column])
+
+
+def test_progress_lines_come_every_interval_and_when_a_phase_ends():
+    from rich.console import Console
+
+    from cnmtune.plugin.cli.output import ProgressLines
+
+    now = [0.0]
+    log, terminal = io.StringIO(), io.StringIO()
+    to_log = ProgressLines(Console(file=log, force_terminal=False, width=200), interval=60, clock=lambda: now[0])
+    to_terminal = ProgressLines(Console(file=terminal, force_terminal=True, width=200), interval=60)
+    for second, done in ((0, 0), (30, 10), (61, 20), (90, 30), (125, 40), (126, 50), (127, 50)):
+        now[0] = second
+        to_log("simulate", done, 50)
+        to_terminal("simulate", done, 50)
+    assert log.getvalue().splitlines() == [
+        "simulate: 20 / 50 (40 %), 0.3/s, elapsed 0:01:01, eta 0:01:31",
+        "simulate: 40 / 50 (80 %), 0.3/s, elapsed 0:02:05, eta 0:00:31",
+        "simulate: 50 / 50 (100 %), 0.4/s, elapsed 0:02:06",
+    ]
+    assert terminal.getvalue() == ""  # the bars show it there
+
+
+def test_a_generation_into_a_log_file_prints_progress_lines(tmp_path):
+    result = cnmtune("dataset", "generate", "-k", "va", "--db", str(tmp_path / "log.sqlite"), "--pipelines", "2",
+                     "--dpus", "1", "--tasklets", "1", "--sizes", "small", "-j", "1")
+    assert result.returncode == 0, result.stderr
+    assert "compile: 2 / 2 (100 %)" in result.stderr
+    assert re.search(r"^simulate: (\d) / \1 \(100 %\)", result.stderr, re.M)
