@@ -190,13 +190,15 @@ def finetune_command(
     seed: int = typer.Option(0, "--seed", help="seed of the sample choice, dropout and minibatch order"),
     threads: int | None = typer.Option(None, "--threads", help="torch intra-op threads (default: torch's)"),
     top_k: int = typer.Option(10, "--top-k", help="k of the top-k recall and regret"),
+    by_size: bool = typer.Option(False, "--by-size", help="also per problem size of the kernel"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of tables"),
 ) -> None:
     """Transfer a trained model to a new kernel: freeze the first blocks, fine-tune on a small fraction."""
     from cnmtune.costmodel.learn.checkpoint import load_checkpoint
     from cnmtune.costmodel.learn.samples import load_samples
     from cnmtune.costmodel.analysis.schema import FeatureSchema
-    from cnmtune.costmodel.learn.training import finetune
+    from cnmtune.costmodel.learn.prediction import evaluate_by_size
+    from cnmtune.costmodel.learn.training import finetune, predict
 
     output = _onnx_path(output)
     checkpoint = {".onnx": base.with_suffix(".pt"), ".pt": base}.get(base.suffix)
@@ -221,12 +223,18 @@ def finetune_command(
     record = {"onnx": str(output), "checkpoint": str(new_checkpoint), "base": str(checkpoint), "kernel": kernel,
               "tuned_on": len(result.tuned_on), "evaluated_on": len(result.evaluated_on),
               "seconds": round(result.seconds, 3), "metrics": result.metrics}
+    if by_size:  # on the samples not tuned on, as the metrics
+        record["metrics_by_size"] = evaluate_by_size(result.evaluated_on, predict(result.model, result.evaluated_on.X),
+                                                     top_k)
     if as_json:
         emit_json(record)
         return
     console.print(_metrics_table(
         f"{kernel}: fine-tuned on {len(result.tuned_on)} samples, evaluated on {len(result.evaluated_on)}",
         result.metrics, top_k))
+    if by_size:
+        console.print(_metrics_table("per size (ranking: every variant of the kernel at one size)",
+                                     record["metrics_by_size"], top_k, key="kernel@size"))
     note(f"wrote {output} and {new_checkpoint}")
 
 

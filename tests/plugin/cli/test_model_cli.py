@@ -85,11 +85,12 @@ def test_evaluate_writes_plots(trained_va, l2p_db, tmp_path):
 def test_finetune_from_the_onnx_model_then_evaluate(trained_va, l2p_db, tmp_path):
     out = tmp_path / "red.onnx"
     result = cnmtune("finetune", str(trained_va[0]), "--db", str(l2p_db), "--kernel", "red", "--fraction", "0.01",
-                     "--epochs", "3", "--threads", "1", "-o", str(out), "--json")
+                     "--epochs", "3", "--threads", "1", "-o", str(out), "--by-size", "--json")
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert record["base"] == str(trained_va[0].with_suffix(".pt")) and record["tuned_on"] == 8
     assert record["metrics"]["red"]["samples"] == record["evaluated_on"]
+    assert record["metrics_by_size"]["red@4096"] == record["metrics"]["red"]  # one size, the samples not tuned on
     assert out.is_file() and out.with_suffix(".pt").is_file()
     result = cnmtune("evaluate", str(out), "--db", str(l2p_db), "--kernels", "red", "--json")
     assert result.returncode == 0, result.stderr
