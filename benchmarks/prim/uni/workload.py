@@ -93,14 +93,9 @@ class Unique(Workload):
         raw = device.push_from("DPU_RESULTS", RESULT_BYTES * self.tasklets)
         results = [np.frombuffer(r, np.int64).reshape(self.tasklets, 3) for r in raw]
         counts = [int(r[-1, 0]) for r in results]
-        # a DPU starting with the previous DPU's last element overlaps it by one
+        # a DPU starting with the previous DPU's last element overlaps it by one: its first kept
+        # element is dropped (a sampled run's unsampled DPUs read zeros, so counts need not add up)
         overlap = [0] + [int(results[d][0, 1] == results[d - 1][-1, 2]) for d in range(1, self.nr_dpus)]
-        net = [c - o for c, o in zip(counts, overlap)]
-        scan = np.concatenate([[0], np.cumsum(net)]).astype(np.int64)  # exclusive scan
-        out = np.zeros(int(scan[-1]), np.int64)
-        for dpu, count in enumerate(counts):
-            start = int(scan[dpu]) - overlap[dpu]
-            data = np.frombuffer(device.copy_from(dpu, DPU_MRAM_HEAP_POINTER_NAME, count * 8,
-                                                  offset=size_bytes), np.int64)
-            out[start:start + count] = data[: max(0, min(count, out.size - start))]
-        return {"B": out}
+        kept = [np.frombuffer(device.copy_from(dpu, DPU_MRAM_HEAP_POINTER_NAME, count * 8, offset=size_bytes),
+                              np.int64)[overlap[dpu]:] for dpu, count in enumerate(counts)]
+        return {"B": np.concatenate(kept)}

@@ -34,6 +34,10 @@ class VectorAdd(Workload):
     sizes = {"small": 4096, "default": 2_621_440, "large": 8_388_608}
     flag_groups = {"element type": tuple(ELEMENT_TYPES)}
 
+    def __init__(self, size, nr_dpus, nr_tasklets, defines=None, seed=0):
+        super().__init__(size, nr_dpus, nr_tasklets, defines, seed)
+        self.check_wram(2 << int(self.config["BL"]))  # block_a and block_b
+
     @property
     def dtype(self) -> np.dtype:
         return np.dtype(ELEMENT_TYPES[self.flag("element type")])
