@@ -200,7 +200,7 @@ def export_command(
 def import_command(
     files: list[Path] = typer.Argument(..., help="compiles or runs exports (.parquet or .csv)"),
     db: Path = typer.Option(..., "--db", help="SQLite store to create or add to"),
-    json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Add the compiles and runs another store exported (`export --table compiles|runs`): a
     generation goes on from them, compiling the binaries again for features, repeating no run."""
@@ -208,7 +208,7 @@ def import_command(
 
     with Store(db) as store:
         reports = [import_table(store, path) for path in files]
-    if json_out:
+    if as_json:
         emit_json([{"file": str(r.path), "table": r.table, "added": r.added, "kept": r.kept} for r in reports])
         return
     table = Table(title=f"imported into {db}")
