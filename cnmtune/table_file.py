@@ -1,4 +1,4 @@
-"""Write a table (a header and rows) to a .csv or .parquet file, atomically."""
+"""Tables (a header and rows) in .csv or .parquet files: written atomically, read back."""
 
 from __future__ import annotations
 
@@ -27,7 +27,12 @@ def write_table(path: str | os.PathLike, header: Sequence[str], rows: Sequence[t
                 writer.writerow(header)
                 writer.writerows(rows)
         else:
-            pyarrow = _pyarrow("export to")
+            try:
+                import pyarrow
+                import pyarrow.parquet
+            except ImportError as exc:
+                raise StoreError("export to .parquet needs the package 'pyarrow' (pip "
+                                 "install pyarrow), or export to .csv") from exc
             columns = {name: [r[i] for r in rows] for i, name in enumerate(header)}
             arrow = pyarrow.table(columns).replace_schema_metadata(dict(metadata or {}))
             pyarrow.parquet.write_table(arrow, tmp, compression="zstd")
@@ -53,21 +58,19 @@ def read_table(path: str | os.PathLike) -> tuple[list[str], list[tuple], dict[st
             if header is None:
                 raise StoreError(f"{path} is empty: no header row")
             return header, [tuple(row) for row in reader], {}
-    pyarrow = _pyarrow("reading")
-    try:
-        arrow = pyarrow.parquet.read_table(path)
-    except (pyarrow.ArrowInvalid, OSError) as exc:
-        raise StoreError(f"{path} is not a readable Parquet file ({exc})") from exc
-    metadata = {k.decode(): v.decode() for k, v in (arrow.schema.metadata or {}).items()}
+    arrow, metadata = read_parquet(path)
     columns = arrow.to_pydict()
     return list(columns), list(zip(*columns.values())), metadata
 
 
-def _pyarrow(action: str):
-    """pyarrow with its Parquet module, or a StoreError saying what needs it."""
+def read_parquet(path: Path):
+    """A Parquet file as a pyarrow Table and its key-value metadata as text; a file pyarrow cannot
+    read is one StoreError naming it."""
+    import pyarrow
+    import pyarrow.parquet
+
     try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError as exc:
-        raise StoreError(f"{action} .parquet needs the package 'pyarrow' (pip install pyarrow), or use .csv") from exc
-    return pyarrow
+        table = pyarrow.parquet.read_table(path)
+    except (OSError, pyarrow.ArrowException) as exc:
+        raise StoreError(f"{path}: not a readable Parquet file ({exc})") from None
+    return table, {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}

@@ -60,13 +60,14 @@ def test_the_stores_own_records_are_kept(exported, tmp_path):
 
 
 def test_a_file_that_is_not_such_an_export_is_one_error_and_adds_nothing(exported, tmp_path):
-    runs_csv = exported[".csv"][1]
-    rows = list(csv.reader(runs_csv.open()))
+    with exported[".csv"][1].open(newline="") as fh:
+        rows = list(csv.reader(fh))
     bad_status, bad_int, no_kernel_column = (tmp_path / n for n in ("status.csv", "int.csv", "columns.csv"))
-    rows_bad = [rows[0], rows[1], [*rows[2][:6], "finished", *rows[2][7:]]]
-    csv.writer(bad_status.open("w", newline="")).writerows(rows_bad)
-    csv.writer(bad_int.open("w", newline="")).writerows([rows[0], [*rows[1][:2], "four", *rows[1][3:]]])
-    csv.writer(no_kernel_column.open("w", newline="")).writerows([row[1:] for row in rows])
+    for path, content in ((bad_status, [rows[0], rows[1], [*rows[2][:6], "finished", *rows[2][7:]]]),
+                          (bad_int, [rows[0], [*rows[1][:2], "four", *rows[1][3:]]]),
+                          (no_kernel_column, [row[1:] for row in rows])):
+        with path.open("w", newline="") as fh:
+            csv.writer(fh).writerows(content)
     with Store(tmp_path / "target.sqlite") as store:
         with pytest.raises(StoreError, match=r"status.csv, line 3: status = 'finished' is not a status \(ok, "):
             import_table(store, bad_status)
@@ -79,6 +80,6 @@ def test_a_file_that_is_not_such_an_export_is_one_error_and_adds_nothing(exporte
         with pytest.raises(StoreError, match="use a .csv or .parquet file"):
             import_table(store, tmp_path / "source.sqlite")
         (tmp_path / "cut.parquet").write_bytes(exported[".parquet"][1].read_bytes()[:200])
-        with pytest.raises(StoreError, match="cut.parquet is not a readable Parquet file"):
+        with pytest.raises(StoreError, match="cut.parquet: not a readable Parquet file"):
             import_table(store, tmp_path / "cut.parquet")
         assert store.runs() == [] and store.compiles() == []

@@ -23,6 +23,7 @@ import numpy as np
 from cnmtune.costmodel.analysis.schema import FeatureSchema, model_schema
 from cnmtune.errors import CnmtuneError, FeatureError, SchemaMismatch, StoreError
 from cnmtune.store import Store
+from cnmtune.table_file import read_parquet
 
 #: Configuration columns appended to the schema's features, part of a model's input contract.
 CONFIG_COLUMNS: tuple[str, ...] = ("cfg:log2_dpus", "cfg:log2_tasklets", "cfg:log2_size")
@@ -233,14 +234,7 @@ def load_samples(db: str | os.PathLike | Store, schema: FeatureSchema | None = N
 
 
 def _from_parquet(path: Path, schema: FeatureSchema) -> SampleSet:
-    import pyarrow
-    import pyarrow.parquet
-
-    try:
-        table = pyarrow.parquet.read_table(path)
-    except (OSError, pyarrow.ArrowException) as exc:
-        raise StoreError(f"{path}: not a readable Parquet file ({exc})") from None
-    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    table, meta = read_parquet(path)
     stored_hash = meta.get("cnmtune.feature_schema_hash")
     if stored_hash is not None and stored_hash != schema.hash:
         raise SchemaMismatch(f"{path}: features were exported under schema {stored_hash}, not "
