@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from cnmtune.errors import KernelError
 from cnmtune.runtime.device import Device
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice
@@ -92,6 +93,10 @@ def run_on_device(binary: Binary, device: Device, size: int, seed: int = 0,
         result = _result(binary, device, size, time.perf_counter() - start)
     else:
         result = _measured_result(binary, device, size, time.perf_counter() - start)
+    # a sampled run reads zeros from unsampled DPUs, so a data-driven host (bfs) may stop early
+    if verify and result.launches != workload.launch_count():
+        raise KernelError(f"{workload.name}: the host program launched the DPUs {result.launches} time(s) but its "
+                          f"workload declares {workload.launch_count()} (Workload.launch_count, a cost-model input)")
     return replace(result, verified=verify, seed=seed, params=dict(workload.param_values))
 
 

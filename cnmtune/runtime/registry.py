@@ -8,11 +8,13 @@ benchmarks/micro). A name matches a workload's `name` or a directory name, case-
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 from cnmtune.errors import KernelError
 from cnmtune.runtime.kernel import Kernel
+from cnmtune.runtime.workload import define_value
 
 SUITES = ("prim", "pim-ml", "micro")
 _BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -75,3 +77,19 @@ def find_runnable_kernel(name_or_path: str | Path) -> Kernel:
         raise KernelError(f"{name_or_path} is not a kernel directory (no workload.py): no host side to run, "
                           "no sizes")
     return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def declared_launches(kernel: str, defines: str, size: int, dpus: int, tasklets: int) -> int:
+    """The DPU launches of one run of a registered kernel's host program at its default parameters
+    (``Workload.launch_count``); ``defines`` in the store's key form ('BL=8;INT32'). Every run checks
+    the declaration against the device, so it is the count of the runs a dataset records."""
+    values = {}
+    for item in filter(None, defines.split(";")):
+        key, sep, value = item.partition("=")
+        values[key] = define_value(value if sep else None)
+    workload = _runnable_kernel(kernel).workload(size, dpus, tasklets, values)
+    return workload.launch_count()
+
+
+_runnable_kernel = functools.lru_cache(maxsize=None)(find_runnable_kernel)

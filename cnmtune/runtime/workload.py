@@ -169,6 +169,13 @@ class Workload:
         raise KernelError(f"{what} {value!r}: the size must be a positive integer or a preset name of "
                           f"{cls.name}: {named}")
 
+    def launch_count(self) -> int:
+        """DPU launches one run of the host program makes (1 unless the workload says otherwise).
+
+        Part of the cost model's input: a binary launched three times (MLP's three layers of GEMV's
+        program) runs about three times as long. A run checks it against the device's count."""
+        return 1
+
     def inputs(self) -> Arrays:
         """Seeded input arrays for this size."""
         raise KernelError(f"{self.name}: workload.py defines no host side (inputs)")

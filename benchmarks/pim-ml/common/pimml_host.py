@@ -147,6 +147,9 @@ class PimMlWorkload(Workload):
         """(X, Y) as real numbers (float64); subclasses define them."""
         raise NotImplementedError
 
+    def launch_count(self):
+        return self.iterations  # one per gradient-descent step
+
     def inputs(self):
         rng = np.random.default_rng(self.seed)
         x, y = self.raw_data(rng)

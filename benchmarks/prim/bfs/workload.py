@@ -82,6 +82,10 @@ def read_edge_list(path: str | Path) -> np.ndarray:
     return np.array(pairs, np.int64).reshape(-1, 2)
 
 
+#: BFS levels of a generated or read graph, by (size, seed, graph file, average degree)
+_LEVELS: dict[tuple, int] = {}
+
+
 class BreadthFirstSearch(Workload):
     name = "bfs"
     nr_tasklets = 16
@@ -129,6 +133,13 @@ class BreadthFirstSearch(Workload):
             frontier = nbrs[levels[nbrs] == 0]
             levels[frontier] = level
         return {"levels": levels}
+
+    def launch_count(self):
+        """One launch per BFS level from node 0: the host stops when a launch finds no new node."""
+        key = (self.size, self.seed, self.graph, self.avg_degree)
+        if key not in _LEVELS:
+            _LEVELS[key] = int(self.reference(self.inputs())["levels"].max())
+        return _LEVELS[key]
 
     # ------------------------------------------------------------ host program
     def execute(self, device, inputs):

@@ -106,6 +106,9 @@ class PrefixSum(Workload):
     def dtype(self) -> np.dtype:
         return np.dtype(ELEMENT_TYPES[self.flag("element type")])
 
+    def launch_count(self):
+        return 2
+
     def inputs(self):
         return {"A": c_rand(self.seed, self.size, self.dtype)}  # PrIM's (T) rand()
 

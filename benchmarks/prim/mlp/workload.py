@@ -61,6 +61,9 @@ class MlpWorkload(Workload):
             raise KernelError(f"{self.name}: BL={self.config['BL']} with {self.tasklets} tasklets needs "
                               f"{wram} bytes of WRAM (> {WRAM_SIZE}); use fewer tasklets or a smaller BL")
 
+    def launch_count(self):
+        return NUM_LAYERS
+
     def inputs(self):
         i = np.arange(self.size * self.n_cols, dtype=np.int64).reshape(self.size, self.n_cols)
         arrays = {f"W{l}": np.where(i % 100 >= 98, (l + i) % 2, 0).astype(np.int32) for l in range(NUM_LAYERS)}

@@ -111,6 +111,9 @@ class NeedlemanWunsch(Workload):
             raise KernelError(f"{self.name}: BL_IN={self.bl_in} with {self.tasklets} tasklets needs "
                               f"{wram} bytes of WRAM (> {WRAM_SIZE}); use fewer tasklets or a smaller BL_IN")
 
+    def launch_count(self):
+        return 2 * (self.size // self.bl) - 1  # one per block anti-diagonal
+
     def inputs(self):
         """scores[i-1, j-1] is the substitution score of cell (i, j)."""
         if not self.random_sequences:

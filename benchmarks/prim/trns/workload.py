@@ -76,6 +76,9 @@ class Transpose(Workload):
         if self.size * tile + done > MRAM_SIZE:
             raise KernelError(f"{self.name}: a strip of {self.size} tiles of {self.m} x {self.n} does not fit in MRAM")
 
+    def launch_count(self):
+        return 2 * -(-self.strips // self.nr_dpus)  # two per round of up to DPUs strips
+
     def inputs(self):
         rows, cols = self.size * self.m, self.strips * self.n
         return {"A": c_rand(self.seed, rows * cols).reshape(rows, cols)}

@@ -88,7 +88,7 @@ def count_mask(columns: Sequence[str]) -> torch.Tensor:
 class LogCounts(nn.Module):
     """``log1p(max(x, 0))`` on count columns, identity on the configuration columns."""
 
-    def __init__(self, n_inputs: int, n_config: int = 3):
+    def __init__(self, n_inputs: int, n_config: int = 4):
         super().__init__()
         # Default: the input contract puts the configuration columns last; configure() reads names.
         mask = torch.ones(n_inputs)

@@ -1,7 +1,8 @@
 """Training samples: the store's training view as arrays, with the L2P splits.
 
 A sample is one (binary, DPUs, tasklets, size) run. Its input row is the binary's feature
-vector under a feature schema followed by ``CONFIG_COLUMNS``; its targets are
+vector under a feature schema followed by ``CONFIG_COLUMNS`` (with the DPU launches one run of
+the kernel's host program makes: MLP launches GEMV's binary once per layer); its targets are
 ``log(kernel seconds)`` and ``log(speedup)`` over the (O0, fewest DPUs, 1 tasklet) baseline, in
 ``TARGETS`` order. Rows without a speedup (no baseline run of their kernel, size and simulator
 config) are dropped entirely, so every sample has both targets and one split serves every
@@ -26,7 +27,7 @@ from cnmtune.store import Store
 from cnmtune.table_file import read_parquet
 
 #: Configuration columns appended to the schema's features, part of a model's input contract.
-CONFIG_COLUMNS: tuple[str, ...] = ("cfg:log2_dpus", "cfg:log2_tasklets", "cfg:log2_size")
+CONFIG_COLUMNS: tuple[str, ...] = ("cfg:log2_dpus", "cfg:log2_tasklets", "cfg:log2_size", "cfg:log2_launches")
 #: Target names, in the column order of ``SampleSet.y`` (both natural logs).
 TARGETS: tuple[str, ...] = ("runtime", "speedup")
 #: The L2P split per kernel: train : validation : test.
@@ -39,7 +40,7 @@ def input_columns(schema: FeatureSchema) -> tuple[str, ...]:
 
 
 def input_matrix(features: Sequence[Mapping[str, float]], dpus: Sequence[int],
-                 tasklets: Sequence[int], sizes: Sequence[int], schema: FeatureSchema,
+                 tasklets: Sequence[int], sizes: Sequence[int], launches: Sequence[int], schema: FeatureSchema,
                  labels: Sequence[str] | None = None) -> np.ndarray:
     """Model inputs (float32, ``[n, len(input_columns(schema))]``) from feature dicts and configs.
 
@@ -53,17 +54,17 @@ def input_matrix(features: Sequence[Mapping[str, float]], dpus: Sequence[int],
             raise SchemaMismatch(f"{_label(labels, i)}: features do not follow schema "
                                  f"{schema.version} ({schema.hash})")
         values[i] = np.fromiter(feats.values(), dtype=np.float64, count=len(schema))
-    return _inputs(values, dpus, tasklets, sizes, schema, labels)
+    return _inputs(values, (dpus, tasklets, sizes, launches), schema, labels)
 
 
-def _inputs(values: np.ndarray, dpus: Sequence[int], tasklets: Sequence[int], sizes: Sequence[int],
-            schema: FeatureSchema, labels: Sequence[str] | None) -> np.ndarray:
+def _inputs(values: np.ndarray, configs: tuple[Sequence[int], ...], schema: FeatureSchema,
+            labels: Sequence[str] | None) -> np.ndarray:
     """Feature values ``[n, len(schema)]`` with the configuration columns appended, checked finite."""
     n = len(values)
     out = np.empty((n, len(schema) + len(CONFIG_COLUMNS)), dtype=np.float64)
     out[:, :len(schema)] = values
     with np.errstate(divide="ignore", invalid="ignore"):  # log2(0) = -inf is reported below
-        out[:, len(schema):] = np.log2(np.column_stack([dpus, tasklets, sizes]).astype(np.float64))
+        out[:, len(schema):] = np.log2(np.column_stack(configs).astype(np.float64))
     bad = np.argwhere(~np.isfinite(out))
     if len(bad):
         row, col = bad[0]
@@ -246,7 +247,8 @@ def _from_parquet(path: Path, schema: FeatureSchema) -> SampleSet:
     if names != schema.names:
         raise SchemaMismatch(f"{path}: its {len(names)} feature columns do not follow schema "
                              f"{schema.version} ({schema.hash}, {len(schema)} features)")
-    required = ("kernel", "pipeline", "elf_hash", "dpus", "tasklets", "size", "kernel_seconds", "speedup")
+    required = ("kernel", "pipeline", "defines", "elf_hash", "dpus", "tasklets", "size", "kernel_seconds",
+                "speedup")
     missing = [c for c in required if c not in table.column_names]
     if missing:
         raise StoreError(f"{path}: not a cnmtune training table (no column {', '.join(missing)})")
@@ -259,7 +261,8 @@ def _from_parquet(path: Path, schema: FeatureSchema) -> SampleSet:
               zip(col["kernel"], col["pipeline"], col["dpus"], col["tasklets"], col["size"])]
     values = np.column_stack([table.column(f"f.{n}").to_numpy(zero_copy_only=False).astype(np.float64)[keep]
                               for n in names])
-    X = _inputs(values, col["dpus"], col["tasklets"], col["size"], schema, labels)
+    launches = _declared_launches(col["kernel"], col["defines"], col["size"], col["dpus"], col["tasklets"])
+    X = _inputs(values, (col["dpus"], col["tasklets"], col["size"], launches), schema, labels)
     with np.errstate(divide="ignore", invalid="ignore"):
         y = np.log(np.column_stack([col["kernel_seconds"], col["speedup"]]).astype(np.float64))
     bad = np.flatnonzero(~np.isfinite(y).all(axis=1))
@@ -271,6 +274,18 @@ def _from_parquet(path: Path, schema: FeatureSchema) -> SampleSet:
         dpus=col["dpus"].astype(np.int64), tasklets=col["tasklets"].astype(np.int64),
         sizes=col["size"].astype(np.int64), schema=schema, dropped=int((~keep).sum()),
         elf_hashes=col["elf_hash"].astype(str))
+
+
+def _declared_launches(kernels: Sequence[str], defines: Sequence[str], sizes: Sequence[int],
+                       dpus: Sequence[int], tasklets: Sequence[int]) -> list[int]:
+    """The launches per run of each row's kernel (its workload's declaration; runs check it)."""
+    from cnmtune.runtime.registry import declared_launches
+
+    try:
+        return [declared_launches(str(k), str(d or ""), int(z), int(n), int(t))
+                for k, d, z, n, t in zip(kernels, defines, sizes, dpus, tasklets)]
+    except CnmtuneError as err:
+        raise CnmtuneError(f"the launches per run of a sample come from its kernel's workload: {err}") from err
 
 
 def _from_store(store: Store, schema: FeatureSchema) -> SampleSet:
@@ -287,8 +302,9 @@ def _from_store(store: Store, schema: FeatureSchema) -> SampleSet:
         raise CnmtuneError(f"{store.path}: none of {len(rows)} sample(s) has a speedup baseline "
                            "(an O0 run with 1 tasklet, on the fewest DPUs, of the same kernel and size)")
     labels = [f"{r.kernel}[{r.pipeline}, {r.dpus} DPUs, {r.tasklets} tasklets, size {r.size}]" for r in kept]
+    launches = _declared_launches(*zip(*((r.kernel, r.defines, r.size, r.dpus, r.tasklets) for r in kept)))
     X = input_matrix([r.features for r in kept], [r.dpus for r in kept], [r.tasklets for r in kept],
-                     [r.size for r in kept], schema, labels)
+                     [r.size for r in kept], launches, schema, labels)
     y = np.log(np.array([[r.kernel_seconds, r.speedup] for r in kept], dtype=np.float64))
     bad = np.flatnonzero(~np.isfinite(y).all(axis=1))
     if len(bad):

@@ -98,8 +98,14 @@ class Scorer:
                              "restore it or train the model again")
 
     def _check_graph(self) -> None:
-        if self.columns != input_columns(self.schema):
-            raise ModelError(f"{self.path}: input columns do not follow feature schema {self.schema.hash}")
+        expected = input_columns(self.schema)
+        if self.columns != expected:
+            missing = [c for c in expected if c not in self.columns]
+            extra = [c for c in self.columns if c not in expected]
+            differ = (f"without {', '.join(missing[:3])}" if missing else "") + \
+                (f"{'; ' if missing else ''}with unknown {', '.join(extra[:3])}" if extra else "") or "in another order"
+            raise ModelError(f"{self.path}: its input columns are not this cnmtune's for feature schema "
+                             f"{self.schema.hash} ({differ}); train the model again with this version")
         if not self.targets or not set(self.targets) <= set(TARGETS):
             raise ModelError(f"{self.path}: unknown targets {list(self.targets)}")
         inputs, outputs = self._session.get_inputs(), self._session.get_outputs()

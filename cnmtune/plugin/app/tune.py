@@ -48,6 +48,7 @@ class AppTuneReport:
     nr_dpus: int
     tasklets: int
     default_s: float
+    launches: int = 1  # DPU launches of one run of the default build (a cost-model input)
     candidates: list[AppCandidate] = field(default_factory=list)
     chosen: AppCandidate | None = None
     final_s: float | None = None
@@ -61,8 +62,9 @@ class AppTuneReport:
     def to_dict(self) -> dict:
         """The JSON form (`cnmtune tune --app --json`)."""
         return {"app": self.app, "args": self.args, "nr_dpus": self.nr_dpus, "tasklets": self.tasklets,
-                "default_s": self.default_s, "speedup": self.speedup, "final_s": self.final_s,
-                "chosen": vars(self.chosen) if self.chosen else None, "recorded": self.recorded,
+                "launches": self.launches, "default_s": self.default_s, "speedup": self.speedup,
+                "final_s": self.final_s, "chosen": vars(self.chosen) if self.chosen else None,
+                "recorded": self.recorded,
                 "candidates": [vars(c) for c in self.candidates]}
 
 
@@ -120,7 +122,7 @@ def _measure(project: AppProject, args: Sequence[str], timeout_s: float | None) 
     return run.kernel_s, ""
 
 
-def _score(candidates: list[AppCandidate], elves: list[Path], model: str | None, dpus: int, tasklets: int,
+def _score(candidates: list[AppCandidate], elves: list[Path], model: str | None, report: AppTuneReport,
            size: int) -> None:
     """Set each candidate's predicted kernel time with the cost model (the tuner's scoring)."""
     from cnmtune.costmodel import model_features, model_schema
@@ -130,7 +132,8 @@ def _score(candidates: list[AppCandidate], elves: list[Path], model: str | None,
     schema = model_schema()
     path, cost_model = load_model(model, schema)
     features = [dict(zip(schema.names, map(float, model_features(elf).vector(schema)))) for elf in elves]
-    X = input_matrix(features, [dpus] * len(elves), [tasklets] * len(elves), [size] * len(elves), schema)
+    n = len(elves)
+    X = input_matrix(features, [report.nr_dpus] * n, [report.tasklets] * n, [size] * n, [report.launches] * n, schema)
     predicted = cost_model.predict(X).runtime_s
     if predicted is None:
         raise CnmtuneError(f"{path} predicts no runtime; the tuner ranks by predicted kernel time")
@@ -155,7 +158,8 @@ def tune_app(project: AppProject, args: Sequence[str], variables: Mapping[str, s
                        f"{'' if baseline.sets else ' without allocating DPUs'}: "
                        f"{(baseline.stdout + baseline.stderr).strip()[-400:]}")
     nr_dpus = baseline.sets[0].nr_dpus
-    report = AppTuneReport(project.root.name, list(args), nr_dpus, tasklets, baseline.kernel_s)
+    report = AppTuneReport(project.root.name, list(args), nr_dpus, tasklets, baseline.kernel_s,
+                           sum(s.launches for s in baseline.sets))
     # the model's problem size for an application: the 32-bit words it sends to the DPUs (an estimate)
     size = max(1, sum(s.host_to_dpu_bytes for s in baseline.sets) // 4)
     try:
@@ -177,7 +181,7 @@ def _search(project: AppProject, plan: MakePlan, args: Sequence[str], pipelines:
             progress: Callable[[str, int, int], None]) -> list[AppCandidate]:
     """Build every pipeline (once per distinct ELF), score them, run the `top_k` best predicted; the
     candidates that ran and verified. Leaves a candidate's DPU program in place."""
-    elf, lines, nr_dpus = plan.dpu_binary, plan.dpu_lines, report.nr_dpus
+    elf, lines = plan.dpu_binary, plan.dpu_lines
     with tempfile.TemporaryDirectory(prefix="cnmtune-app-tune-") as tmp:
         built: list[tuple[AppCandidate, Path]] = []
         first_of: dict[str, AppCandidate] = {}  # ELF digest -> the first pipeline that built it
@@ -199,7 +203,7 @@ def _search(project: AppProject, plan: MakePlan, args: Sequence[str], pipelines:
                     built.append((candidate, kept))
             progress("compile", done, len(pipelines))
         if built:
-            _score([c for c, _ in built], [p for _, p in built], model, nr_dpus, report.tasklets, size)
+            _score([c for c, _ in built], [p for _, p in built], model, report, size)
         ranked = sorted(built, key=lambda item: item[0].predicted_s)[:top_k]
         for done, (candidate, kept) in enumerate(ranked, 1):
             shutil.copyfile(kept, elf)

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.cli.output import console, emit_json, err_console, note
+from cnmtune.plugin.cli.output import ProgressLines, console, emit_json, err_console, note
 
 model_app = typer.Typer(help="Train, fine-tune and evaluate the L2P cost model (ONNX).",
                         no_args_is_help=True)
@@ -127,13 +127,18 @@ def train_command(
     train_set, val_set, test_set = samples.split(seed, by_binary=split == "binary")
     columns = (TextColumn("train"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[losses]}"),
                TimeElapsedColumn())
+    lines = ProgressLines(err_console)  # a log file's progress, where the bar draws nothing
+
+    def on_epoch(epoch: int, train_loss: float, val_loss: float) -> None:
+        losses = f"train {train_loss:.4f}  val {val_loss:.4f}"
+        bar.update(task, completed=epoch + 1, losses=losses)
+        lines("epoch", epoch + 1, epochs, f"loss {losses}")
+
     with Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("train", total=epochs, losses="")
         result = train(config, train_set, val_set, epochs=epochs, patience=patience, batch_size=batch_size,
                        lr=lr, weight_decay=weight_decay, seed=seed, threads=threads,
-                       lr_patience=lr_patience or None,
-                       on_epoch=lambda epoch, tl, vl: bar.update(
-                           task, completed=epoch + 1, losses=f"train {tl:.4f}  val {vl:.4f}"))
+                       lr_patience=lr_patience or None, on_epoch=on_epoch)
     report = evaluate(test_set, predict(result.model, test_set.X), top_k)
     metrics = {"evaluated_on": f"test split ({split}, seed {seed})", "per_kernel": report}
     checkpoint = _save(output, result.model, samples.schema, train_set.data_hash, metrics, {

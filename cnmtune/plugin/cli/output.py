@@ -94,8 +94,8 @@ class PhaseBars:
 class ProgressLines:
     """Progress as a plain line per phase at most every `interval` seconds, and when a phase
     completes, on a console that is not a terminal (a log file under nohup, a pipe): rich's bars
-    draw nothing there until they end. Call it as progress(phase, done, total); on a terminal it
-    prints nothing (the bars do)."""
+    draw nothing there until they end. Call it as progress(phase, done, total[, detail]); on a
+    terminal it prints nothing (the bars do)."""
 
     def __init__(self, console: Console, interval: float = 60.0, clock=time.monotonic):
         self._console, self._interval, self._clock = console, interval, clock
@@ -103,7 +103,7 @@ class ProgressLines:
         self._first: dict[str, tuple[float, int]] = {}  # phase -> (time, done) of its first update
         self._last: dict[str, tuple[float, int]] = {}  # phase -> (time, done) of its last line
 
-    def __call__(self, phase: str, done: int, total: int | None) -> None:
+    def __call__(self, phase: str, done: int, total: int | None, detail: str = "") -> None:
         if not self._enabled:
             return
         now = self._clock()
@@ -119,6 +119,7 @@ class ProgressLines:
         line += f", {rate:.1f}/s, elapsed {_clock_text(elapsed)}"
         if total and rate > 0 and not finished:
             line += f", eta {_clock_text((total - done) / rate)}"
+        line += f", {detail}" if detail else ""
         self._console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 

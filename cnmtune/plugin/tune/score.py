@@ -35,10 +35,11 @@ def load_model(model: str | None, schema: FeatureSchema) -> tuple[Path, CostMode
 
 
 def predict(model: CostModel, path: Path, candidates: Sequence[Candidate], features: Sequence[dict[str, float]],
-            size: int, schema: FeatureSchema) -> np.ndarray:
-    """Set every candidate's predicted time; returns the model's input rows (one per candidate)."""
+            size: int, launches: Sequence[int], schema: FeatureSchema) -> np.ndarray:
+    """Set every candidate's predicted time (``launches``: each one's DPU launches per run); returns
+    the model's input rows (one per candidate)."""
     X = input_matrix(features, [c.dpus for c in candidates], [c.tasklets for c in candidates],
-                     [size] * len(candidates), schema)
+                     [size] * len(candidates), launches, schema)
     predicted = model.predict(X).runtime_s
     if predicted is None:
         raise ModelError(f"{path} predicts no runtime; the tuner ranks by predicted kernel time")

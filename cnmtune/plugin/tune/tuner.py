@@ -184,6 +184,12 @@ class _Search:
                                               self.space.build_defines(tuned), self.space.params)
         return self.grids[tuned]
 
+    def launch_count(self, c: Candidate) -> int:
+        """The DPU launches of one run of candidate `c` (its workload's declaration)."""
+        workload = self.kernel.workload(self.size, c.dpus, c.tasklets, dict(self.space.build_defines(c.defines)),
+                                        self.spec.seed, **dict(self.space.params))
+        return workload.launch_count()
+
     def candidates(self, requests: Sequence[BuildRequest] | None = None) -> list[Candidate]:
         """Build `requests` (default: the space) where not built yet, score the new binaries and add
         them to the population; returns the candidates of every requested point built."""
@@ -231,7 +237,7 @@ class _Search:
         start = time.perf_counter()
         if new:
             rows = predict(self.model, self.model_path, [c for c, _ in new], [f for _, f in new], self.size,
-                           self.schema)
+                           [self.launch_count(c) for c, _ in new], self.schema)
             self.rows.extend(rows)
             if self.transfers is not None:
                 self.transfers.estimate([c for c, _ in new])

@@ -42,6 +42,6 @@ def test_tune_app_cli_reports_json(example):
                                     "--no-knobs", "--top-k", "2", "--no-save", "--json"], env={"COLUMNS": "200"})
     assert done.exit_code == 0, done.output
     record = json.loads(done.stdout)
-    assert record["nr_dpus"] == 1 and record["tasklets"] == 16 and record["default_s"] > 0
+    assert record["nr_dpus"] == 1 and record["tasklets"] == 16 and record["launches"] == 1 and record["default_s"] > 0
     assert [c["pipeline"] for c in record["candidates"]] == ["O0", "O1"]
     assert record["recorded"] == [] and record["speedup"] >= 1.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,8 @@ def trained_va(l2p_db, tmp_path_factory) -> tuple[Path, dict]:
     result = cnmtune("train", "--db", str(l2p_db), "--exclude", "red", "-o", str(out), "--epochs", "4",
                      "--threads", "1", "--json")
     assert result.returncode == 0, result.stderr
+    assert re.search(r"^epoch: 4 / 4 \(100 %\), .*, loss train \d+\.\d+  val \d+\.\d+$", result.stderr, re.M), \
+        result.stderr  # stderr is not a terminal: plain progress lines, the last with the losses
     return out, json.loads(result.stdout)
 
 
