@@ -102,8 +102,9 @@ class Scorer:
         if self.columns != expected:
             missing = [c for c in expected if c not in self.columns]
             extra = [c for c in self.columns if c not in expected]
-            differ = (f"without {', '.join(missing[:3])}" if missing else "") + \
-                (f"{'; ' if missing else ''}with unknown {', '.join(extra[:3])}" if extra else "") or "in another order"
+            parts = [f"without {', '.join(missing[:3])}"] * bool(missing) \
+                + [f"with unknown {', '.join(extra[:3])}"] * bool(extra)
+            differ = "; ".join(parts) or "in another order"
             raise ModelError(f"{self.path}: its input columns are not this cnmtune's for feature schema "
                              f"{self.schema.hash} ({differ}); train the model again with this version")
         if not self.targets or not set(self.targets) <= set(TARGETS):

@@ -164,6 +164,21 @@ def test_export_refuses_a_model_of_another_width(samples, tmp_path):
                     toolchain_kind="proxy", llvm_version="22.1.0", data_hash="")
 
 
+def test_a_model_of_other_input_columns_is_refused_naming_them(samples, tmp_path, monkeypatch):
+    """A model exported before the launches input (its last column) is told to be trained again."""
+    from cnmtune.costmodel.learn import onnx_export
+
+    columns = input_columns(samples.schema)
+    monkeypatch.setattr(onnx_export, "input_columns", lambda schema: columns[:-1])
+    model = L2PModel(len(columns) - 1, L2PConfig(depth=1, width=4))
+    model.configure(columns[:-1])
+    path = export_onnx(model.eval(), tmp_path / "old.onnx", schema=samples.schema, toolchain_kind="proxy",
+                       llvm_version="22.1.0", data_hash="")
+    with pytest.raises(ModelError, match=r"old.onnx: its input columns are not this cnmtune's for feature schema "
+                                         r"\w+ \(without cfg:log2_launches\); train the model again"):
+        Scorer(path)
+
+
 # -- the int8 companion -------------------------------------------------------------------------
 
 def test_int8_companion_keeps_the_contract_and_scores_close(exported, trained, samples):
