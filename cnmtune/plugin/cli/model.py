@@ -40,8 +40,8 @@ def _metrics_table(title: str, report: dict[str, dict[str, float]], k: int, key:
                (f"top{k}_regret", f"top-{k} regret %", "{:.2f}"))
     shown = [c for c in columns if any(c[0] in row for row in report.values())]
     table.add_column(key, no_wrap=True)  # kernel@size whole; the figures fold rather than end in "…"
-    for _, label, _ in shown:
-        table.add_column(label, justify="right", overflow="fold", min_width=7)
+    for name, label, _ in shown:  # narrow enough for a 16-character kernel@size at 80 columns
+        table.add_column(label, justify="right", overflow="fold", min_width=7 if name == "tau" else 6)
     for kernel, row in report.items():
         if kernel == "all" and table.row_count:
             table.add_section()
