@@ -185,9 +185,10 @@ class _Search:
         return self.grids[tuned]
 
     def launch_count(self, c: Candidate) -> int:
-        """The DPU launches of one run of candidate `c` (its workload's declaration)."""
+        """The DPU launches of one run of candidate `c` (its workload's declaration; runs use the
+        workload's default input seed, as here)."""
         workload = self.kernel.workload(self.size, c.dpus, c.tasklets, dict(self.space.build_defines(c.defines)),
-                                        self.spec.seed, **dict(self.space.params))
+                                        **dict(self.space.params))
         return workload.launch_count()
 
     def candidates(self, requests: Sequence[BuildRequest] | None = None) -> list[Candidate]:
