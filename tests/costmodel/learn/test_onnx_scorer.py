@@ -198,7 +198,7 @@ def test_int8_companion_keeps_the_contract_and_scores_close(exported, trained, s
     assert path.stat().st_size < exported.stat().st_size
     # What the tuner relies on: the same ranking and nearly the same accuracy. A bound on the worst
     # row does not hold for dynamic quantisation (activation scales follow the batch): on the
-    # shipped model the largest log difference over the 30,160 reference rows is 0.17.
+    # shipped model the largest log difference over the 164,471 reference rows is 0.19 (median 0.013).
     a, b = fp32.predict(samples.X), int8.predict(samples.X)
     true = np.exp(samples.y[:, TARGETS.index("runtime")].astype(np.float64))
     assert kendall_tau(a.runtime_s, b.runtime_s) >= 0.93
