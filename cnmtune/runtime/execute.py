@@ -94,9 +94,9 @@ def run_on_device(binary: Binary, device: Device, size: int, seed: int = 0,
     else:
         result = _measured_result(binary, device, size, time.perf_counter() - start)
     # a sampled run reads zeros from unsampled DPUs, so a data-driven host (bfs) may stop early
-    if verify and result.launches != workload.launch_count():
+    if verify and result.launches != (declared := workload.launch_count()):
         raise KernelError(f"{workload.name}: the host program launched the DPUs {result.launches} time(s) but its "
-                          f"workload declares {workload.launch_count()} (Workload.launch_count, a cost-model input)")
+                          f"workload declares {declared} (Workload.launch_count, a cost-model input)")
     return replace(result, verified=verify, seed=seed, params=dict(workload.param_values))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cnmtune.errors import KernelError
 from cnmtune.runtime.kernel import Kernel
-from cnmtune.runtime.workload import define_value
+from cnmtune.runtime.workload import parse_define
 
 SUITES = ("prim", "pim-ml", "micro")
 _BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -84,10 +84,7 @@ def declared_launches(kernel: str, defines: str, size: int, dpus: int, tasklets:
     """The DPU launches of one run of a registered kernel's host program at its default parameters
     (``Workload.launch_count``); ``defines`` in the store's key form ('BL=8;INT32'). Every run checks
     the declaration against the device, so it is the count of the runs a dataset records."""
-    values = {}
-    for item in filter(None, defines.split(";")):
-        key, sep, value = item.partition("=")
-        values[key] = define_value(value if sep else None)
+    values = dict(parse_define(item) for item in filter(None, defines.split(";")))
     workload = _runnable_kernel(kernel).workload(size, dpus, tasklets, values)
     return workload.launch_count()
 

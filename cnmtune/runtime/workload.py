@@ -39,6 +39,12 @@ def define_value(text: str | None) -> DefineValue:
     return int(text) if text.lstrip("-").isdigit() else text
 
 
+def parse_define(text: str) -> tuple[str, DefineValue]:
+    """NAME or NAME=VALUE, as after -D, as (name, value): the inverse of ``define_text``."""
+    name, sep, value = text.partition("=")
+    return name, define_value(value if sep else None)
+
+
 # PrIM's element types, selected by a bare define (-DINT64) in the kernels that have a TYPE
 ELEMENT_TYPES: dict[str, type] = {
     "INT32": np.int32, "UINT32": np.uint32, "INT64": np.int64, "UINT64": np.uint64,

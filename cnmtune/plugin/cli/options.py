@@ -7,7 +7,7 @@ import typer
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.kernel import Kernel
-from cnmtune.runtime.workload import DefineValue, define_value
+from cnmtune.runtime.workload import DefineValue, parse_define
 
 DEFINES = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable")
 PARAMS = typer.Option([], "--param", help="workload parameter NAME=VALUE, repeatable")
@@ -17,10 +17,10 @@ def parse_defines(items: list[str]) -> dict[str, DefineValue]:
     """Turn ['BL=10', 'INT32'] into {'BL': 10, 'INT32': None}."""
     defines: dict[str, DefineValue] = {}
     for item in items:
-        key, sep, value = item.partition("=")
+        key, value = parse_define(item)
         if not key.isidentifier():
             raise CnmtuneError(f"malformed define {item!r}; use -D NAME or -D NAME=VALUE")
-        defines[key] = define_value(value if sep else None)
+        defines[key] = value
     return defines
 
 
