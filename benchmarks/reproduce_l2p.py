@@ -17,7 +17,8 @@ Parts (``--parts``, default all):
 
     python benchmarks/reproduce_l2p.py [--data out/reference.sqlite] [--out benchmarks/results]
         [--kernels va,red,...] [--pairwise va,gemv,...] [--parts indist,transfer,...]
-        [--epochs 300] [--transfer-folds 20] [--threads 1] [--quick]
+        [--epochs 300] [--transfer-folds 20] [--folds 1,2] [--fractions none] [--cache DIR]
+        [--threads 1] [--quick]
 
 ``--quick`` is a smoke run (small network, few epochs): the numbers mean nothing.
 """
@@ -317,11 +318,23 @@ def _folds(kernels: list[str], count: int, seed: int) -> list[list[str]]:
     return [sorted(order[i::count]) for i in range(count)]
 
 
+def _chosen(folds: list[list[str]], numbers: list[int] | None) -> list[list[str]]:
+    """The folds numbered ``numbers`` (1-based; all when None)."""
+    if numbers is None:
+        return folds
+    wrong = [n for n in numbers if not 1 <= n <= len(folds)]
+    if wrong:
+        raise SystemExit(f"--folds {','.join(map(str, wrong))}: there are folds 1..{len(folds)}")
+    return [folds[n - 1] for n in sorted(set(numbers))]
+
+
 def transfer(run: Run) -> None:
-    samples, seed = run.samples, run.args.seed
-    folds = _folds(samples.kernel_names, run.args.transfer_folds or len(samples.kernel_names), seed)
+    samples, seed, fractions = run.samples, run.args.seed, run.args.fractions
+    folds = _chosen(_folds(samples.kernel_names, run.args.transfer_folds or len(samples.kernel_names), seed),
+                    run.args.folds)
     per_kernel, sweep, train_seconds, tune_seconds = {}, {}, [], []
     for fold in folds:
+        run.log(f"  fold without {', '.join(fold)}")
         source = samples.select(exclude=fold)
         train_set, val_set, _ = source.split(seed)
         model, seconds = run.trained_model("without-" + "+".join(fold), train_set, val_set)
@@ -335,12 +348,12 @@ def transfer(run: Run) -> None:
             per_kernel[kernel] = {"with_transfer": tuned.metrics[kernel], "without_transfer": without,
                                   "tuned_on": len(tuned.tuned_on), "evaluated_on": len(rest),
                                   "finetune_seconds": tuned.seconds, "trained_on": sorted(set(source.kernel_names))}
-            sweep[kernel] = {}
-            for fraction in FRACTIONS:
+            for fraction in fractions:
                 # minimum 2 (BatchNorm needs a pair): 0.1 % of a 1,560-sample kernel is 2 samples
                 swept = finetune(model, target, fraction, run.freeze, seed, minimum=2,
                                  **run.finetune_kwargs)
-                sweep[kernel][str(fraction)] = {"samples": len(swept.tuned_on), **swept.metrics[kernel]}
+                sweep.setdefault(kernel, {})[str(fraction)] = {"samples": len(swept.tuned_on),
+                                                               **swept.metrics[kernel]}
             run.log(f"  transfer -> {kernel}: runtime MAPE {without['runtime_mape']:.1f} % without, "
                     f"{tuned.metrics[kernel]['runtime_mape']:.2f} % with (tuned on {len(tuned.tuned_on)}, "
                     f"{tuned.seconds:.1f} s)")
@@ -352,7 +365,7 @@ def transfer(run: Run) -> None:
     summary = {kind: {m: mean(kind, m) for m in ("runtime_mape", "speedup_mape", "tau", "top10_regret")}
                for kind in ("with_transfer", "without_transfer")}
     sweep_mean = {str(f): {m: float(np.mean([sweep[k][str(f)][m] for k in kernels]))
-                           for m in ("runtime_mape", "speedup_mape", "tau", "samples")} for f in FRACTIONS}
+                           for m in ("runtime_mape", "speedup_mape", "tau", "samples")} for f in fractions}
     run.result["transfer"] = {
         "protocol": ("leave-one-kernel-out" if all(len(f) == 1 for f in folds)
                      else f"{len(folds)} kernel folds (train on the other folds)"),
@@ -365,10 +378,11 @@ def transfer(run: Run) -> None:
     run.png.append(str(plots.heatmap(matrix.T, ["without transfer", "with transfer (1 %)"], kernels,
                                      run.out / "l2p_loo_transfer.png",
                                      "trained on the other kernels -> target kernel, runtime MAPE %")))
-    curves = {"mean over kernels": [sweep_mean[str(f)]["runtime_mape"] for f in FRACTIONS]}
-    curves.update({k: [sweep[k][str(f)]["runtime_mape"] for f in FRACTIONS] for k in kernels[:6]})
-    run.png.append(str(plots.fraction_sweep(FRACTIONS, curves, run.out / "l2p_fraction_sweep.png",
-                                            "transfer: fine-tuning data fraction")))
+    if fractions:
+        curves = {"mean over kernels": [sweep_mean[str(f)]["runtime_mape"] for f in fractions]}
+        curves.update({k: [sweep[k][str(f)]["runtime_mape"] for f in fractions] for k in kernels[:6]})
+        run.png.append(str(plots.fraction_sweep(fractions, curves, run.out / "l2p_fraction_sweep.png",
+                                                "transfer: fine-tuning data fraction")))
     run.log(f"  transfer mean runtime MAPE: {summary['with_transfer']['runtime_mape']:.2f} % with, "
             f"{summary['without_transfer']['runtime_mape']:.1f} % without")
 
@@ -486,6 +500,15 @@ PART_FUNCTIONS = {"indist": indist, "ablation": ablation, "transfer": transfer, 
                   "times": times}
 
 
+def _fractions(text: str) -> tuple[float, ...]:
+    if text == "none":
+        return ()
+    values = tuple(float(v) for v in text.split(",") if v)
+    if not all(0.0 < v < 1.0 for v in values):
+        raise argparse.ArgumentTypeError(f"fractions must be in (0, 1), got {text}")
+    return values
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="store or Parquet export")
@@ -501,6 +524,12 @@ def main() -> None:
                         help="minibatch of the per-kernel models (~940 training samples each)")
     parser.add_argument("--per-kernel-binary", action="store_true", help="also per-kernel models on the binary split")
     parser.add_argument("--transfer-folds", type=int, help="kernel folds for transfer (default: leave-one-out)")
+    parser.add_argument("--folds", type=lambda s: [int(n) for n in s.split(",") if n],
+                        help="run only these of the --transfer-folds folds (1-based, e.g. 1,3): split the "
+                             "training over processes sharing one --cache; a run without it reuses their models")
+    parser.add_argument("--fractions", type=_fractions, default=FRACTIONS,
+                        help=f"fine-tuning fractions of the sweep (default {','.join(map(str, FRACTIONS))}; "
+                             "none: no sweep)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 x 64 network (numbers mean nothing)")

@@ -34,3 +34,31 @@ def test_quick_reproduction_writes_json_pngs_and_a_headline_table(l2p_db, tmp_pa
                                                       "l2p_fig6_no_transfer.png", "l2p_fig8_9_times.png",
                                                       "l2p_fraction_sweep.png", "l2p_loo_transfer.png"}
     assert "headline numbers" in result.stdout and "transfer" in result.stdout
+
+
+def _transfer(l2p_db, out: Path, cache: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--data", str(l2p_db), "--out", str(out), "--quick", "--fresh",
+         "--parts", "transfer", "--cache", str(cache), *options], capture_output=True, text=True, timeout=300,
+        check=False, env={**os.environ, "COLUMNS": "200"})
+
+
+def test_folds_split_over_runs_share_the_cache(l2p_db, tmp_path):
+    cache = tmp_path / "cache"
+    part = _transfer(l2p_db, tmp_path / "part", cache, "--folds", "2", "--fractions", "none")
+    assert part.returncode == 0, part.stderr[-2000:]
+    record = json.loads((tmp_path / "part" / "reproduce_l2p.json").read_text())["transfer"]
+    assert record["folds"] == [["va"]] and set(record["per_kernel"]) == {"va"}
+    assert record["fraction_sweep"] == {} and len(list(cache.glob("*.pt"))) == 1
+
+    whole = _transfer(l2p_db, tmp_path / "whole", cache, "--fractions", "0.05")
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    combined = json.loads((tmp_path / "whole" / "reproduce_l2p.json").read_text())["transfer"]
+    assert combined["folds"] == [["red"], ["va"]] and len(list(cache.glob("*.pt"))) == 2
+    # fold 2's model came from the cache: its recorded training time is the first run's
+    assert combined["train_seconds"][1] == record["train_seconds"][0]
+    assert combined["per_kernel"]["va"]["with_transfer"] == record["per_kernel"]["va"]["with_transfer"]
+    assert set(combined["fraction_sweep"]["red"]) == {"0.05"}
+
+    wrong = _transfer(l2p_db, tmp_path / "wrong", cache, "--folds", "3")
+    assert wrong.returncode != 0 and "there are folds 1..2" in wrong.stderr
