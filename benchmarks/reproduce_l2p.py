@@ -48,6 +48,7 @@ from cnmtune.costmodel.learn.samples import SampleSet, load_samples
 from cnmtune.costmodel.learn.scorer import Scorer
 from cnmtune.costmodel.learn.training import finetune, predict, train
 from cnmtune.costmodel.learn.uncertainty import fit_std_scale, interval_coverage, mc_dropout_predict
+from cnmtune.plugin.cli.output import ProgressLines
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT / "cnmtune" / "data" / "reference.parquet"
@@ -106,7 +107,13 @@ class Run:
         console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {text}", highlight=False)
 
     def train(self, train_set: SampleSet, val_set: SampleSet, config: L2PConfig | None = None, **override):
-        return train(config or self.config, train_set, val_set, **{**self.train_kwargs, **override})
+        options = {**self.train_kwargs, **override}
+        lines = ProgressLines(console, always=True)
+
+        def on_epoch(epoch: int, train_loss: float, val_loss: float) -> None:
+            lines("  epoch", epoch + 1, options["epochs"], f"loss train {train_loss:.4f}  val {val_loss:.4f}")
+
+        return train(config or self.config, train_set, val_set, on_epoch=on_epoch, **options)
 
     def trained_model(self, name: str, train_set: SampleSet, val_set: SampleSet, **override):
         """A model trained as ``train`` would, read from ``--cache`` when an identical training

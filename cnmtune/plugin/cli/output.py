@@ -95,11 +95,11 @@ class ProgressLines:
     """Progress as a plain line per phase at most every `interval` seconds, and when a phase
     completes, on a console that is not a terminal (a log file under nohup, a pipe): rich's bars
     draw nothing there until they end. Call it as progress(phase, done, total[, detail]); on a
-    terminal it prints nothing (the bars do)."""
+    terminal it prints nothing (the bars do) unless ``always`` (a caller without bars)."""
 
-    def __init__(self, console: Console, interval: float = 60.0, clock=time.monotonic):
+    def __init__(self, console: Console, interval: float = 60.0, clock=time.monotonic, always: bool = False):
         self._console, self._interval, self._clock = console, interval, clock
-        self._enabled = not console.is_terminal
+        self._enabled = always or not console.is_terminal
         self._first: dict[str, tuple[float, int]] = {}  # phase -> (time, done) of its first update
         self._last: dict[str, tuple[float, int]] = {}  # phase -> (time, done) of its last line
 

@@ -50,6 +50,7 @@ def test_folds_split_over_runs_share_the_cache(l2p_db, tmp_path):
     record = json.loads((tmp_path / "part" / "reproduce_l2p.json").read_text())["transfer"]
     assert record["folds"] == [["va"]] and set(record["per_kernel"]) == {"va"}
     assert record["fraction_sweep"] == {} and len(list(cache.glob("*.pt"))) == 1
+    assert "epoch: 3 / 3 (100 %)" in part.stdout  # a line per training, also where no bar draws
 
     whole = _transfer(l2p_db, tmp_path / "whole", cache, "--fractions", "0.05")
     assert whole.returncode == 0, whole.stderr[-2000:]

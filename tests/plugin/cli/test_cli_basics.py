@@ -84,16 +84,21 @@ def test_progress_lines_come_every_interval_and_when_a_phase_ends():
     log, terminal = io.StringIO(), io.StringIO()
     to_log = ProgressLines(Console(file=log, force_terminal=False, width=200), interval=60, clock=lambda: now[0])
     to_terminal = ProgressLines(Console(file=terminal, force_terminal=True, width=200), interval=60)
+    always = io.StringIO()  # a caller without bars asks for the lines on a terminal too
+    to_always = ProgressLines(Console(file=always, force_terminal=True, width=200), interval=60,
+                              clock=lambda: now[0], always=True)
     for second, done in ((0, 0), (30, 10), (61, 20), (90, 30), (125, 40), (126, 50), (127, 50)):
         now[0] = second
         to_log("simulate", done, 50, f"seen {done}" if done % 20 else "")
         to_terminal("simulate", done, 50)
+        to_always("simulate", done, 50)
     assert log.getvalue().splitlines() == [
         "simulate: 20 / 50 (40 %), 0.3/s, elapsed 0:01:01, eta 0:01:31",
         "simulate: 40 / 50 (80 %), 0.3/s, elapsed 0:02:05, eta 0:00:31",
         "simulate: 50 / 50 (100 %), 0.4/s, elapsed 0:02:06, seen 50",
     ]
     assert terminal.getvalue() == ""  # the bars show it there
+    assert len(always.getvalue().splitlines()) == 3 and "simulate: 50 / 50 (100 %)" in always.getvalue()
 
 
 def test_a_generation_into_a_log_file_prints_progress_lines(tmp_path):
