@@ -10,7 +10,9 @@ Parts (``--parts``, default all):
 - ``transfer`` cross-application: for each target kernel a model trained on the other kernels
                (leave-one-out, or ``--transfer-folds K`` kernel folds), evaluated without
                transfer and after fine-tuning on 1 % of the target (first 6 blocks frozen), on
-               the same remaining 99 %; plus the fine-tuning data-fraction sweep
+               the same remaining 99 %; per size of the target (a user tunes one size), fine-tuned
+               on 1 % of that size's rows and evaluated on its other rows; plus the fine-tuning
+               data-fraction sweep (``--fractions``)
 - ``pairwise`` train-kernel x target-kernel MAPE matrix with (Fig. 5) and without (Fig. 6)
                transfer, sources = the per-kernel models of ``indist`` over ``--pairwise``
 - ``times``    training, fine-tuning and prediction times (Figs. 8-9)
@@ -339,7 +341,7 @@ def transfer(run: Run) -> None:
     samples, seed, fractions = run.samples, run.args.seed, run.args.fractions
     folds = _chosen(_folds(samples.kernel_names, run.args.transfer_folds or len(samples.kernel_names), seed),
                     run.args.folds)
-    per_kernel, sweep, train_seconds, tune_seconds = {}, {}, [], []
+    per_kernel, per_size, sweep, train_seconds, tune_seconds = {}, {}, {}, [], []
     for fold in folds:
         run.log(f"  fold without {', '.join(fold)}")
         source = samples.select(exclude=fold)
@@ -355,6 +357,11 @@ def transfer(run: Run) -> None:
             per_kernel[kernel] = {"with_transfer": tuned.metrics[kernel], "without_transfer": without,
                                   "tuned_on": len(tuned.tuned_on), "evaluated_on": len(rest),
                                   "finetune_seconds": tuned.seconds, "trained_on": sorted(set(source.kernel_names))}
+            for size in sorted(set(target.sizes.tolist())):  # a user tunes one size: 1 % of it
+                at_size = finetune(model, target.take(target.sizes == size), 0.01, run.freeze, seed,
+                                   **run.finetune_kwargs)
+                per_size.setdefault(kernel, {})[str(size)] = {"tuned_on": len(at_size.tuned_on),
+                                                              **at_size.metrics[kernel]}
             for fraction in fractions:
                 # minimum 2 (BatchNorm needs a pair): 0.1 % of a 1,560-sample kernel is 2 samples
                 swept = finetune(model, target, fraction, run.freeze, seed, minimum=2,
@@ -371,12 +378,16 @@ def transfer(run: Run) -> None:
 
     summary = {kind: {m: mean(kind, m) for m in ("runtime_mape", "speedup_mape", "tau", "top10_regret")}
                for kind in ("with_transfer", "without_transfer")}
+    groups = [group for k in kernels for group in per_size[k].values()]
+    largest = [per_size[k][max(per_size[k], key=int)] for k in kernels]
+    summary["one_size"] = {f"{m}_{which}": float(np.mean([g[m] for g in chosen if g[m] is not None]))
+                           for m in ("runtime_mape", "tau") for which, chosen in (("all", groups), ("largest", largest))}
     sweep_mean = {str(f): {m: float(np.mean([sweep[k][str(f)][m] for k in kernels]))
                            for m in ("runtime_mape", "speedup_mape", "tau", "samples")} for f in fractions}
     run.result["transfer"] = {
         "protocol": ("leave-one-kernel-out" if all(len(f) == 1 for f in folds)
                      else f"{len(folds)} kernel folds (train on the other folds)"),
-        "folds": folds, "summary": summary, "per_kernel": per_kernel, "fraction_sweep": sweep,
+        "folds": folds, "summary": summary, "per_kernel": per_kernel, "per_size": per_size, "fraction_sweep": sweep,
         "fraction_sweep_mean": sweep_mean, "train_seconds": train_seconds, "finetune_seconds": tune_seconds}
     run.times[f"train on the other kernels (mean of {len(train_seconds)})"] = float(np.mean(train_seconds))
     run.times["fine-tune on 1 % of a kernel (mean)"] = float(np.mean(tune_seconds))
@@ -391,7 +402,8 @@ def transfer(run: Run) -> None:
         run.png.append(str(plots.fraction_sweep(fractions, curves, run.out / "l2p_fraction_sweep.png",
                                                 "transfer: fine-tuning data fraction")))
     run.log(f"  transfer mean runtime MAPE: {summary['with_transfer']['runtime_mape']:.2f} % with, "
-            f"{summary['without_transfer']['runtime_mape']:.1f} % without")
+            f"{summary['without_transfer']['runtime_mape']:.1f} % without; tuned on 1 % of one size: "
+            f"{summary['one_size']['runtime_mape_all']:.2f} % over (kernel, size) groups")
 
 
 def pairwise(run: Run) -> None:
@@ -494,6 +506,11 @@ def headline(r: dict) -> Table:
                       pct(t["with_transfer"]["runtime_mape"]), "<= 10 %")
         table.add_row("transfer, 1 %: speedup MAPE", pct(t["with_transfer"]["speedup_mape"]), "")
         table.add_row("without transfer: runtime MAPE", pct(t["without_transfer"]["runtime_mape"]), "")
+        if "one_size" in t:
+            table.add_row("transfer, 1 % of one size: runtime MAPE (all sizes / largest)",
+                          f"{pct(t['one_size']['runtime_mape_all'])} / {pct(t['one_size']['runtime_mape_largest'])}", "")
+            table.add_row("transfer, 1 % of one size: Kendall τ (all sizes / largest)",
+                          f"{num(t['one_size']['tau_all'])} / {num(t['one_size']['tau_largest'])}", "")
         ft = r["transfer"]["finetune_seconds"]
         table.add_row("fine-tuning one kernel (max)", f"{max(ft):.1f} s", "< 30 s")
     if "pairwise" in r and r["pairwise"].get("median_off_diagonal_with") is not None:

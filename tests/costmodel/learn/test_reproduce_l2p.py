@@ -60,6 +60,11 @@ def test_folds_split_over_runs_share_the_cache(l2p_db, tmp_path):
     assert combined["train_seconds"][1] == record["train_seconds"][0]
     assert combined["per_kernel"]["va"]["with_transfer"] == record["per_kernel"]["va"]["with_transfer"]
     assert set(combined["fraction_sweep"]["red"]) == {"0.05"}
+    # transfer per size: 1 % of each of the target's sizes, at least 8 rows
+    assert set(combined["per_size"]) == {"red", "va"} and all(
+        group["tuned_on"] >= 8 for sizes in combined["per_size"].values() for group in sizes.values())
+    assert combined["summary"]["one_size"]["runtime_mape_all"] > 0.0
+    assert "1 % of one size" in whole.stdout
 
     wrong = _transfer(l2p_db, tmp_path / "wrong", cache, "--folds", "3")
     assert wrong.returncode != 0 and "there are folds 1..2" in wrong.stderr
