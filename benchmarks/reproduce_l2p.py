@@ -55,6 +55,8 @@ from cnmtune.plugin.cli.output import ProgressLines
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT / "cnmtune" / "data" / "reference.parquet"
 FRACTIONS = (0.001, 0.005, 0.01, 0.05, 0.1)
+#: Fewest rows to fine-tune on in the per-size transfer (the fine-tuning default).
+ONE_SIZE_MINIMUM = 8
 PARTS = ("indist", "ablation", "transfer", "pairwise", "times")
 #: Default subset of the pairwise matrix: one kernel per PrIM/PIM-ML behaviour class
 #: (streaming, reduction, scan, histogram, dense and sparse linear algebra, graph, transpose,
@@ -358,8 +360,10 @@ def transfer(run: Run) -> None:
                                   "tuned_on": len(tuned.tuned_on), "evaluated_on": len(rest),
                                   "finetune_seconds": tuned.seconds, "trained_on": sorted(set(source.kernel_names))}
             for size in sorted(set(target.sizes.tolist())):  # a user tunes one size: 1 % of it
+                if np.count_nonzero(target.sizes == size) < 2 * ONE_SIZE_MINIMUM:
+                    continue  # too few rows to tune on 8 and judge on the rest
                 at_size = finetune(model, target.take(target.sizes == size), 0.01, run.freeze, seed,
-                                   **run.finetune_kwargs)
+                                   minimum=ONE_SIZE_MINIMUM, **run.finetune_kwargs)
                 per_size.setdefault(kernel, {})[str(size)] = {"tuned_on": len(at_size.tuned_on),
                                                               **at_size.metrics[kernel]}
             for fraction in fractions:
@@ -378,8 +382,8 @@ def transfer(run: Run) -> None:
 
     summary = {kind: {m: mean(kind, m) for m in ("runtime_mape", "speedup_mape", "tau", "top10_regret")}
                for kind in ("with_transfer", "without_transfer")}
-    groups = [group for k in kernels for group in per_size[k].values()]
-    largest = [per_size[k][max(per_size[k], key=int)] for k in kernels]
+    groups = [group for sizes in per_size.values() for group in sizes.values()]
+    largest = [sizes[max(sizes, key=int)] for sizes in per_size.values()]
     summary["one_size"] = {f"{m}_{which}": float(np.mean([g[m] for g in chosen if g[m] is not None]))
                            for m in ("runtime_mape", "tau") for which, chosen in (("all", groups), ("largest", largest))}
     sweep_mean = {str(f): {m: float(np.mean([sweep[k][str(f)][m] for k in kernels]))
