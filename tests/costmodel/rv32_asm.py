@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
+from cnmtune.costmodel.analysis.frontend import DecodedProgram, rv32_frontend
 from cnmtune.costmodel.analysis.rv32_program import Program, decode_rv32
 from cnmtune.costmodel.analysis.elf import ElfImage, FunctionSymbol
 
@@ -66,6 +67,7 @@ def assemble(lines: list) -> list[int]:
         "or": lambda i, rd, rs1, rs2: REG[rs2] << 20 | REG[rs1] << 15 | 6 << 12 | REG[rd] << 7 | 0x33,
         "lui": lambda i, rd, imm: (imm & 0xFFFFF) << 12 | REG[rd] << 7 | 0x37,
         "lw": lambda i, rd, rs, imm: _i(0x03, 2, REG[rd], REG[rs], imm),
+        "lbu": lambda i, rd, rs, imm: _i(0x03, 4, REG[rd], REG[rs], imm),
         "sw": lambda i, rs2, rs, imm: _s(2, REG[rs], REG[rs2], imm),
         "jal": lambda i, rd, ref: _j(REG[rd], target(ref, i)),
         "jalr": lambda i, rd, rs, imm: _i(0x67, 0, REG[rd], REG[rs], imm),
@@ -84,13 +86,23 @@ def program(words: list[int], functions: list[tuple[str, int, int]] | None = Non
             data: dict[int, list[int]] | None = None) -> Program:
     """Disassemble ``words`` at 0x80000000 with functions (name, first index, count) and
     initialised data memory (address -> words)."""
+    return decode_rv32(image(words, functions, symbols, data))
+
+
+def decoded(words: list[int], functions: list[tuple[str, int, int]] | None = None) -> DecodedProgram:
+    """``words`` through the rv32 front-end, as the feature extractor reads them."""
+    return rv32_frontend(image(words, functions))
+
+
+def image(words: list[int], functions: list[tuple[str, int, int]] | None = None,
+          symbols: dict[str, int] | None = None, data: dict[int, list[int]] | None = None) -> ElfImage:
+    """An ELF image of ``words`` at 0x80000000 (see ``program``)."""
     text = struct.pack(f"<{len(words)}I", *words)
     spans = functions or [("f", 0, len(words))]
-    image = ElfImage(
+    return ElfImage(
         name="synthetic", data=text, machine="riscv32", text_address=BASE, text=text,
         sections=(), labels=(), symbols=dict(symbols or {}), absolute=frozenset(),
         initialised=tuple((address, struct.pack(f"<{len(w)}I", *w))
                           for address, w in (data or {}).items()),
         functions=tuple(FunctionSymbol(n, BASE + 4 * first, 4 * count)
                         for n, first, count in spans))
-    return decode_rv32(image)

@@ -43,6 +43,7 @@ class FunctionCfg:
     """Basic blocks, predecessor lists and natural loops of one function.
 
     Block b spans instructions [leaders[b], leaders[b + 1]) relative to the function's start.
+    ``loop_bodies`` hold the blocks of each natural loop (header first in ``loop_headers``).
     """
 
     leaders: tuple[int, ...]
@@ -50,6 +51,8 @@ class FunctionCfg:
     block_depth: tuple[int, ...]
     loops: int
     max_depth: int
+    loop_headers: tuple[int, ...] = ()
+    loop_bodies: tuple[frozenset[int], ...] = ()
 
     def block_of(self, offset: int) -> int:
         """The block holding the instruction ``offset`` places after the function's start."""
@@ -131,13 +134,17 @@ def cfg_from_transfers(transfers: list[tuple[int, int | None, bool]],
     for u, v in edges:
         preds[v].append(u)
         succs[u].append(v)
-    depth = [0] * len(starts)
-    loops = 0
+    bodies: dict[int, set[int]] = {}
     # Most functions have no cycle at all; networkx is only worth its cost when one exists.
     if any(v <= u for u, v in edges) and _has_cycle(succs):
-        depth, loops = _natural_loops(len(starts), edges, preds)
+        bodies = _natural_loops(len(starts), edges, preds)
+    depth = [0] * len(starts)
+    for body in bodies.values():
+        for b in body:
+            depth[b] += 1
     return FunctionCfg(leaders=tuple(starts), preds=tuple(tuple(p) for p in preds),
-                       block_depth=tuple(depth), loops=loops, max_depth=max(depth))
+                       block_depth=tuple(depth), loops=len(bodies), max_depth=max(depth),
+                       loop_headers=tuple(bodies), loop_bodies=tuple(frozenset(b) for b in bodies.values()))
 
 
 def _inside(index: int, offset: int, count: int) -> int | None:
@@ -166,7 +173,8 @@ def _has_cycle(succs: list[list[int]]) -> bool:
 
 
 def _natural_loops(blocks: int, edges: list[tuple[int, int]],
-                   preds: list[list[int]]) -> tuple[list[int], int]:
+                   preds: list[list[int]]) -> dict[int, set[int]]:
+    """The blocks of each natural loop, by header."""
     graph = nx.DiGraph()
     graph.add_nodes_from(range(blocks))
     graph.add_edges_from(edges)
@@ -191,8 +199,4 @@ def _natural_loops(blocks: int, edges: list[tuple[int, int]],
                     if p not in body and p in idom:
                         body.add(p)
                         stack.append(p)
-    depth = [0] * blocks
-    for body in bodies.values():
-        for b in body:
-            depth[b] += 1
-    return depth, len(bodies)
+    return bodies

@@ -186,7 +186,7 @@ def model_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT_L
 
 def features_of(program: DecodedProgram, *, loop_weight: float = DEFAULT_LOOP_WEIGHT) -> Features:
     """The features of a decoded program, computed the same way for every ISA front-end."""
-    weights, depth = inlined_weights(program, list(program.call_sites), program.loop_depth, loop_weight)
+    weights, depth = inlined_weights(program, list(program.call_sites), loop_weight)
     live = ~program.padding
     region = program.region_of
     masks = {r: live & (region == k) for k, r in enumerate(REGIONS)}

@@ -21,12 +21,15 @@ import numpy as np
 from cnmtune.costmodel.analysis.buffers import BufferSizes, dpu_buffer_sizes, rv32_buffer_sizes
 from cnmtune.costmodel.analysis.calls import CallSite, call_sites, ecall_sites
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
+from cnmtune.costmodel.analysis.dpu_facts import dpu_loop_facts
 from cnmtune.costmodel.analysis.dpu_program import decode_dpu, dpu_call_sites, dpu_cfgs
 from cnmtune.costmodel.analysis.elf import EM_DPU, ElfImage, elf_machine, load_dpu_elf, load_elf, read_source
 from cnmtune.costmodel.analysis.lowering import lower
 from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, SOFTLIB, Function
+from cnmtune.costmodel.analysis.rv32_facts import rv32_loop_facts
 from cnmtune.costmodel.analysis.rv32_program import decode_rv32
 from cnmtune.costmodel.analysis.schema import DPU_OPS_SCHEMA_VERSION, DPU_SCHEMA_VERSION, SCHEMA_VERSION
+from cnmtune.costmodel.analysis.trips import program_factors
 from cnmtune.dpu.abi import load_services
 
 
@@ -35,7 +38,9 @@ class DecodedProgram:
     """A linked program as the feature extractor sees it, whichever ISA front-end decoded it.
 
     Per instruction: ``mnemonics``, ``function_of`` (index into ``functions``), ``padding``
-    (alignment words, not instructions) and ``loop_depth`` (inside its own function).
+    (alignment words, not instructions), ``loop_depth`` (inside its own function) and its loop
+    weight inside its function as ``loop_scale * loop_weight ** loop_power``
+    (cnmtune.costmodel.analysis.trips).
     ``iram_regions`` are the regions charged against the DPU's IRAM; ``buffers`` the constant
     DMA and ``mem_alloc`` sizes by instruction (cnmtune.costmodel.analysis.buffers).
     """
@@ -51,6 +56,8 @@ class DecodedProgram:
     iram_regions: tuple[str, ...]
     cfgs: tuple[FunctionCfg, ...]
     loop_depth: np.ndarray
+    loop_power: np.ndarray
+    loop_scale: np.ndarray
     call_sites: tuple[CallSite, ...]
     ecalls: dict[str, int]
     buffers: BufferSizes
@@ -67,6 +74,7 @@ def rv32_frontend(image: ElfImage, ecall_header: Path | None = None) -> DecodedP
     DPU runtime's cnm_ecall.h)."""
     program = decode_rv32(image)
     depth, cfgs = loop_depths(program)
+    power, scale = program_factors(rv32_loop_facts(program), program.functions, cfgs)
     services = load_services(ecall_header)
     ecalls = dict(Counter(s.service for s in ecall_sites(program, cfgs, services)))
     sites = call_sites(program, cfgs)
@@ -74,8 +82,8 @@ def rv32_frontend(image: ElfImage, ecall_header: Path | None = None) -> DecodedP
                           mnemonics=program.mnemonics, functions=program.functions,
                           function_of=program.function_of, padding=program.padding,
                           regions_known=program.regions_known, iram_regions=(KERNEL, RUNTIME), cfgs=cfgs,
-                          loop_depth=depth, call_sites=tuple(sites), ecalls=ecalls,
-                          buffers=rv32_buffer_sizes(program, cfgs, sites))
+                          loop_depth=depth, loop_power=power, loop_scale=scale, call_sites=tuple(sites),
+                          ecalls=ecalls, buffers=rv32_buffer_sizes(program, cfgs, sites))
 
 
 def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
@@ -88,19 +96,20 @@ def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
     program = decode_dpu(image, shorthands)
     cfgs = dpu_cfgs(program)
     depth = np.concatenate([c.instruction_depths(f.count) for c, f in zip(cfgs, program.functions)])
+    power, scale = program_factors(dpu_loop_facts(program), program.functions, cfgs)
     sites = dpu_call_sites(program)
     return DecodedProgram(image=image, toolchain="upmem",
                           schema_version=DPU_SCHEMA_VERSION if shorthands else DPU_OPS_SCHEMA_VERSION,
                           mnemonics=program.mnemonics, functions=program.functions,
                           function_of=program.function_of, padding=program.padding,
                           regions_known=True, iram_regions=(KERNEL, RUNTIME, SOFTLIB), cfgs=cfgs,
-                          loop_depth=depth, call_sites=tuple(sites), ecalls={},
-                          buffers=dpu_buffer_sizes(program, cfgs, sites))
+                          loop_depth=depth, loop_power=power, loop_scale=scale, call_sites=tuple(sites),
+                          ecalls={}, buffers=dpu_buffer_sizes(program, cfgs, sites))
 
 
 def lowered_frontend(image: ElfImage) -> DecodedProgram:
     """A proxy ELF as the DPU code the UPMEM compiler would emit for it (the lowering model), in
-    the schema of real DPU ELFs (``dpu-2``), so one model scores proxy and SDK binaries.
+    the schema of real DPU ELFs (``dpu-3``), so one model scores proxy and SDK binaries.
 
     Each rv32i word becomes the DPU instructions it lowers to (none where a neighbour absorbs
     it; ``add+lsl_add`` is two), keeping its function, loop depth and call site. IRAM is kernel
@@ -109,6 +118,7 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
     """
     program = decode_rv32(image)
     depth, cfgs = loop_depths(program)
+    power, scale = program_factors(rv32_loop_facts(program), program.functions, cfgs)
     rv32_sites = call_sites(program, cfgs)
     low = lower(program, cfgs, rv32_sites)
     counts = low.slots.astype(np.int64)
@@ -122,6 +132,7 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
                           function_of=np.repeat(program.function_of, counts),
                           padding=np.zeros(len(mnemonics), dtype=bool), regions_known=program.regions_known,
                           iram_regions=(KERNEL, RUNTIME), cfgs=cfgs, loop_depth=np.repeat(depth, counts),
+                          loop_power=np.repeat(power, counts), loop_scale=np.repeat(scale, counts),
                           call_sites=sites, ecalls={},
                           buffers=rv32_buffer_sizes(program, cfgs, rv32_sites).moved(start))
 

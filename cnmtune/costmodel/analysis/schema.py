@@ -3,8 +3,11 @@
 Column families (``<m>`` a mnemonic, ``<f>`` a callee):
 
 - ``op:<m>``     kernel opcode histogram (static count)
-- ``wop:<m>``    kernel histogram weighted by loop depth: an instruction at depth d counts
-                 ``loop_weight ** d`` (a static estimate of its dynamic frequency)
+- ``wop:<m>``    kernel histogram weighted by loop trip counts: an instruction counts the
+                 product of the factors of the loops holding it, a loop's factor its constant
+                 trip count, ``loop_weight`` per unit step to a runtime bound, or
+                 ``loop_weight`` (cnmtune.costmodel.analysis.trips): a static estimate of its
+                 dynamic frequency
 - ``call:<f>``   calls from kernel code to runtime/softlib routine f (``RUNTIME_ROUTINES``)
 - ``wcall:<f>``  the same, loop-weighted
 - scalars        sizes, footprints, loops, configuration (``SCALARS``)
@@ -15,8 +18,8 @@ no RISC-V assembler), so every DPU service a kernel uses (``me``, ``mram_read``,
 
 Real UPMEM DPU ELFs (e_machine 245) have their own schema, ``dpu_schema()``: the same
 families over the DPU vocabulary. ``op``/``wop`` list every mnemonic the decoder can emit
-(cnmtune.costmodel.analysis.dpu_isa: as llvm-objdump writes them, version ``dpu-2``, or with the
-shorthands counted as the operation they encode, ``dpu-2-ops``); ``call``/``wcall`` the
+(cnmtune.costmodel.analysis.dpu_isa: as llvm-objdump writes them, version ``dpu-3``, or with the
+shorthands counted as the operation they encode, ``dpu-3-ops``); ``call``/``wcall`` the
 runtime routines plus the SDK's ``__div32``/``__udiv32``; the scalars of the proxy schema
 except ``text_instructions``, which equals ``iram_instructions`` on a real DPU (its soft
 arithmetic lives in IRAM). Regions come from function names (cnmtune.costmodel.analysis.dpu_program).
@@ -37,10 +40,11 @@ from cnmtune.costmodel.analysis.dpu_isa import encoding_table
 from cnmtune.costmodel.analysis.rv32_isa import RV32I_MNEMONICS
 from cnmtune.errors import SchemaMismatch
 
+#: proxy-4: the weighted families weighted by trip counts (proxy-3: ``loop_weight ** depth``).
 #: proxy-3: no ecall families, runtime services as call columns, iram_instructions = kernel +
 #: runtime (the IRAM charge) and text_instructions = all of .text; proxy-2 plus the constant
 #: block sizes dma_bytes and alloc_bytes.
-SCHEMA_VERSION = "proxy-3"
+SCHEMA_VERSION = "proxy-4"
 DEFAULT_LOOP_WEIGHT = 10.0
 OTHER = "other"
 
@@ -146,10 +150,11 @@ def default_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
     return FeatureSchema(tuple(names), SCHEMA_VERSION, loop_weight)
 
 
-#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-2 is
-#: dpu-1 plus the constant block sizes dma_bytes and alloc_bytes.
-DPU_SCHEMA_VERSION = "dpu-2"
-DPU_OPS_SCHEMA_VERSION = "dpu-2-ops"
+#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-3 is
+#: dpu-2 with the weighted families weighted by trip counts, dpu-2 dpu-1 plus the constant block
+#: sizes dma_bytes and alloc_bytes.
+DPU_SCHEMA_VERSION = "dpu-3"
+DPU_OPS_SCHEMA_VERSION = "dpu-3-ops"
 #: The DPU call vocabulary: the runtime routines plus the SDK's 32-bit division entry points.
 DPU_RUNTIME_ROUTINES: tuple[str, ...] = (*RUNTIME_ROUTINES, "__div32", "__udiv32")
 DPU_SCALARS: tuple[str, ...] = tuple(s for s in SCALARS if s != "text_instructions")

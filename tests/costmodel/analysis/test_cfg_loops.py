@@ -7,7 +7,7 @@ import numpy as np
 from cnmtune.costmodel.analysis.callgraph import inlined_weights
 from cnmtune.costmodel.analysis.calls import call_sites, ecall_sites
 from cnmtune.costmodel.analysis.cfg import function_cfg, loop_depths
-from rv32_asm import assemble, program
+from rv32_asm import assemble, decoded, program
 
 SERVICES = {4: "MRAM_READ", 5: "MRAM_WRITE", 8: "BARRIER_WAIT"}
 
@@ -150,9 +150,8 @@ def test_a_callee_inside_a_loop_inherits_the_call_site_depth():
     words = assemble(["loop:", ("call", "g"), ("addi", "a0", "a0", -1),
                       ("bne", "a0", "zero", "loop"), ("ret",),
                       "g:", ("addi", "a1", "a1", -1), ("bne", "a1", "zero", "g"), ("ret",)])
-    p = program(words, [("f", 0, 5), ("g", 5, 3)])
-    local, _ = loop_depths(p)
-    weights, depth = inlined_weights(p, call_sites(p), local, 10.0)
-    assert local.tolist() == [1, 1, 1, 1, 0, 1, 1, 0]
+    p = decoded(words, [("f", 0, 5), ("g", 5, 3)])
+    weights, depth = inlined_weights(p, list(p.call_sites), 10.0)
+    assert p.loop_depth.tolist() == [1, 1, 1, 1, 0, 1, 1, 0]
     assert depth.tolist() == [1, 1, 1, 1, 0, 2, 2, 1]
     np.testing.assert_allclose(weights, [10, 10, 10, 10, 1, 100, 100, 10])

@@ -1,0 +1,41 @@
+"""The rv32 proxy's instructions as the trip-count analysis reads them (``LoopFacts``).
+
+``addi r, r, c`` is a self-add; ``addi r, x0, c`` and ``lui r, c`` set constants; loads and
+stores give their base register and width (lb/lbu/sb 1, lh/lhu/sh 2, lw/sw 4); a conditional
+branch compares rs1 with rs2, x0 read as the immediate 0. Writes to x0 are no writes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cnmtune.costmodel.analysis.rv32_isa import (OP_AUIPC, OP_BRANCH, OP_IMM, OP_JAL, OP_JALR, OP_LOAD, OP_LUI,
+                                                 OP_REG, OP_STORE, OP_SYSTEM)
+from cnmtune.costmodel.analysis.rv32_program import Program
+from cnmtune.costmodel.analysis.trips import LoopFacts
+
+_WRITES_RD = (OP_LUI, OP_AUIPC, OP_JAL, OP_JALR, OP_LOAD, OP_IMM, OP_REG, OP_SYSTEM)
+_LOAD_WIDTH = np.array([1, 2, 4, 0, 1, 2, 0, 0])  # by funct3: lb, lh, lw, -, lbu, lhu
+_STORE_WIDTH = np.array([1, 2, 4, 0, 0, 0, 0, 0])  # sb, sh, sw
+
+
+def rv32_loop_facts(program: Program) -> LoopFacts:
+    """The loop facts of every instruction word of ``program``."""
+    w = program.words.astype(np.int64)
+    signed = program.words.view(np.int32).astype(np.int64)
+    opcode, rd, rs1, rs2, funct3 = w & 0x7F, (w >> 7) & 0x1F, (w >> 15) & 0x1F, (w >> 20) & 0x1F, (w >> 12) & 7
+    imm_i = signed >> 20
+    written = np.where(np.isin(opcode, _WRITES_RD), rd, 0)
+    addi = (opcode == OP_IMM) & (funct3 == 0) & (rd != 0)
+    self_add = np.where(addi & (rs1 == rd), imm_i, 0)
+    constant = np.where(addi & (rs1 == 0), imm_i, np.where((opcode == OP_LUI) & (rd != 0), signed & ~0xFFF, 0))
+    is_constant = (addi & (rs1 == 0)) | ((opcode == OP_LUI) & (rd != 0))
+    width = np.where(opcode == OP_LOAD, _LOAD_WIDTH[funct3], np.where(opcode == OP_STORE, _STORE_WIDTH[funct3], 0))
+    branch = opcode == OP_BRANCH
+    return LoopFacts(
+        writes=[(r,) if r else () for r in written.tolist()],
+        self_add=self_add.tolist(),
+        constant=[c if k else None for c, k in zip(constant.tolist(), is_constant.tolist())],
+        mem_base=np.where(width > 0, rs1, -1).tolist(), mem_width=width.tolist(),
+        compare=[None if not b else (a, None, 0) if c == 0 else (c, None, 0) if a == 0 else (a, c, None)
+                 for b, a, c in zip(branch.tolist(), rs1.tolist(), rs2.tolist())])

@@ -1,0 +1,139 @@
+"""Trip-count-aware loop weights: each natural loop weighted by how often it iterates.
+
+A loop-weighted histogram that charges every loop the same factor counts an unrolled loop's
+body k times over while it runs k times less often: on the reference dataset the loop-weighted
+instruction count of a kernel's binaries at one configuration was anti-correlated with their
+times for most kernels (unrolled builds are the fast ones). So each loop gets its own factor,
+read from the loop's *induction*: a register the loop writes once, by adding a constant step s
+to itself, that a conditional branch of the loop compares against a loop-invariant bound.
+
+- **Constant trip count.** The induction starts from a constant (its only definition outside
+  the loop in the function sets a constant) and the bound is an immediate or a register set to a
+  constant once in the function: the factor is the trip count ceil(|bound - start| / s).
+- **Runtime bound.** The factor is ``loop_weight x u / s``: ``loop_weight`` iterations are
+  assumed of a loop stepping one unit, and a loop stepping s units covers the same range in
+  u / s of them. The unit u is the narrowest access width of the loop's loads and stores
+  addressed through an induction of the same step, up to the step (a pointer walking an array:
+  u = element size), and 1 otherwise (an index). A loop unrolled k times steps k times further: its body is
+  counted k times and its factor is k times smaller, so the unrolled loop weighs what its work
+  is, less the loop overhead it removed.
+- **No induction found** (a loop on a condition, a linked walk, a loop at -O0 whose counter
+  lives in memory): the factor is ``loop_weight``, the constant weight of before.
+
+A factor is kept as (power, scale), the factor being ``scale * loop_weight ** power``, so the
+weights of any ``loop_weight`` follow from one analysis: (0, trip count), (1, u / s) or (1, 1).
+An instruction's weight is the product of the factors of the loops holding it: with no induction
+anywhere it is ``loop_weight ** depth``, the weight of before. Facts about instructions come from
+each ISA front-end as ``LoopFacts`` (cnmtune.costmodel.analysis.rv32_facts,
+cnmtune.costmodel.analysis.dpu_facts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cnmtune.costmodel.analysis.cfg import FunctionCfg
+from cnmtune.costmodel.analysis.program import Function
+
+
+@dataclass(frozen=True)
+class LoopFacts:
+    """What the trip-count analysis reads of every instruction of a program (indexed like its
+    instructions; registers as the ISA numbers them).
+
+    ``writes``: the registers an instruction writes (a register pair: both). ``self_add``: c when
+    the instruction is ``r = r + c`` for the one register it writes (c != 0), else 0.
+    ``constant``: the value it writes when that is a constant (load immediate, move of an
+    immediate), else None. ``mem_base``/``mem_width``: the base register and access width in
+    bytes of a load or store of data memory (-1 and 0 for other instructions). ``compare``: for
+    a conditional branch, (register, other register or None, immediate or None): what it
+    compares (a branch on a register against zero: (register, None, 0)); None otherwise.
+    """
+
+    writes: list[tuple[int, ...]]
+    self_add: list[int]
+    constant: list[int | None]
+    mem_base: list[int]
+    mem_width: list[int]
+    compare: list[tuple[int, int | None, int | None] | None]
+
+
+#: A loop's weight factor: (power, scale), the factor being ``scale * loop_weight ** power``.
+Factor = tuple[int, float]
+_UNKNOWN: Factor = (1, 1.0)
+
+
+def loop_factors(facts: LoopFacts, first: int, count: int, cfg: FunctionCfg) -> tuple[Factor, ...]:
+    """The factor of each of ``cfg.loop_bodies`` of a function of ``count`` instructions starting
+    at instruction ``first``."""
+    if not cfg.loop_bodies:
+        return ()
+    bounds = [*cfg.leaders, count]
+    defs: dict[int, list[int]] = {}
+    for i in range(first, first + count):
+        for r in facts.writes[i]:
+            defs.setdefault(r, []).append(i)
+    return tuple(_factor(facts, {first + i for b in body for i in range(bounds[b], bounds[b + 1])}, defs)
+                 for body in cfg.loop_bodies)
+
+
+def instruction_factors(cfg: FunctionCfg, count: int, factors: tuple[Factor, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(power, scale) of each of the function's ``count`` instructions: the product of the
+    factors of the loops holding it."""
+    power = np.zeros(len(cfg.leaders), dtype=np.int32)
+    scale = np.ones(len(cfg.leaders), dtype=np.float64)
+    for body, (p, s) in zip(cfg.loop_bodies, factors):
+        blocks = list(body)
+        power[blocks] += p
+        scale[blocks] *= s
+    lengths = np.diff(np.append(np.asarray(cfg.leaders), count))
+    return np.repeat(power, lengths), np.repeat(scale, lengths)
+
+
+def _factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]]) -> Factor:
+    written = Counter(r for i in body for r in facts.writes[i])
+    steps = {facts.writes[i][0]: facts.self_add[i] for i in body
+             if facts.self_add[i] and written[facts.writes[i][0]] == 1}
+    if not steps:
+        return _UNKNOWN
+    for i in sorted(body):
+        compared = facts.compare[i]
+        if compared is None:
+            continue
+        a, b, imm = compared
+        for r, other in ((a, b), (b, a)):
+            if r is not None and r in steps and (other is None or written[other] == 0):
+                return _trip_factor(facts, body, defs, steps, r, other, imm)
+    return _UNKNOWN
+
+
+def _trip_factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]], steps: dict[int, int],
+                 r: int, bound_register: int | None, imm: int | None) -> Factor:
+    step = abs(steps[r])
+    start = _only_constant(facts, [i for i in defs.get(r, []) if i not in body])
+    bound = imm if bound_register is None else _only_constant(facts, defs.get(bound_register, []))
+    if start is not None and bound is not None:
+        return 0, float(max(1, math.ceil(abs(bound - start) / step)))
+    widths = [facts.mem_width[i] for i in body
+              if 0 < facts.mem_width[i] <= step and abs(steps.get(facts.mem_base[i], 0)) == step]
+    return 1, (min(widths) if widths else 1) / step
+
+
+def _only_constant(facts: LoopFacts, definitions: list[int]) -> int | None:
+    """The constant a register's single definition sets; None unless there is exactly one and it sets a constant."""
+    return facts.constant[definitions[0]] if len(definitions) == 1 else None
+
+
+def program_factors(facts: LoopFacts, functions: Sequence[Function],
+                    cfgs: Sequence[FunctionCfg]) -> tuple[np.ndarray, np.ndarray]:
+    """(power, scale) of every instruction of a program, function after function."""
+    parts = [instruction_factors(cfg, f.count, loop_factors(facts, f.first, f.count, cfg))
+             for f, cfg in zip(functions, cfgs)]
+    if not parts:
+        return np.zeros(0, dtype=np.int32), np.ones(0, dtype=np.float64)
+    return np.concatenate([p for p, _ in parts]), np.concatenate([s for _, s in parts])

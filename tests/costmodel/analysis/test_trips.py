@@ -1,0 +1,92 @@
+"""Trip-count-aware loop weights on hand-built rv32 programs (cnmtune.costmodel.analysis.trips)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cnmtune.costmodel.analysis.callgraph import inlined_weights
+from cnmtune.costmodel.analysis.features import features_of
+from cnmtune.costmodel.analysis.rv32_facts import rv32_loop_facts
+from rv32_asm import assemble, decoded, program
+
+W = 10.0
+
+
+def weights(lines) -> list[float]:
+    p = decoded(assemble(lines))
+    return inlined_weights(p, list(p.call_sites), W)[0].tolist()
+
+
+def test_a_loop_with_constant_start_and_bound_weighs_its_trip_count():
+    assert weights([("addi", "t0", "zero", 0), ("addi", "t1", "zero", 16),
+                    "loop:", ("lw", "a1", "a0", 0), ("addi", "a0", "a0", 4), ("addi", "t0", "t0", 1),
+                    ("blt", "t0", "t1", "loop"), ("ret",)]) == [1, 1, 16, 16, 16, 16, 1]
+    # counting down to zero from a constant: the bound is x0
+    assert weights([("addi", "t0", "zero", 12),
+                    "loop:", ("addi", "t0", "t0", -3), ("bne", "t0", "zero", "loop"), ("ret",)]) == [1, 4, 4, 1]
+
+
+def test_a_pointer_loop_to_a_runtime_bound_weighs_loop_weight_per_element():
+    plain = [("lw", "a1", "a0", 0), ("addi", "a0", "a0", 4), ("bne", "a0", "a2", "loop")]
+    unrolled = [("lw", "a1", "a0", 0), ("lw", "a3", "a0", 4), ("lw", "a4", "a0", 8), ("lw", "a5", "a0", 12),
+                ("addi", "a0", "a0", 16), ("bne", "a0", "a2", "loop")]
+    assert weights(["loop:", *plain, ("ret",)]) == [W] * 3 + [1]
+    assert weights(["loop:", *unrolled, ("ret",)]) == [W / 4] * 6 + [1]  # 4 elements an iteration
+    # bytes: the unit is the access width, so a byte loop stepping 1 weighs like a word loop stepping 4
+    assert weights(["loop:", ("lbu", "a1", "a0", 0), ("addi", "a0", "a0", 1), ("bltu", "a0", "a2", "loop"),
+                    ("ret",)]) == [W] * 3 + [1]
+
+
+def test_unrolling_lowers_the_weighted_count_by_the_loop_overhead_it_removes():
+    def weighted_total(body) -> float:
+        features = features_of(decoded(assemble(["loop:", *body, ("ret",)])), loop_weight=W)
+        return sum(features.weighted_kernel_histogram.values())
+
+    plain = weighted_total([("lw", "a1", "a0", 0), ("add", "a3", "a3", "a1"), ("addi", "a0", "a0", 4),
+                            ("bne", "a0", "a2", "loop")])
+    unrolled = weighted_total([("lw", "a1", "a0", 0), ("add", "a3", "a3", "a1"), ("lw", "a1", "a0", 4),
+                               ("add", "a3", "a3", "a1"), ("addi", "a0", "a0", 8), ("bne", "a0", "a2", "loop")])
+    assert plain == 4 * W + 1 and unrolled == 6 * W / 2 + 1 < plain
+
+
+def test_an_index_loop_weighs_loop_weight_over_its_step():
+    assert weights(["loop:", ("slli", "a1", "t0", 2), ("addi", "t0", "t0", 2), ("blt", "t0", "a2", "loop"),
+                    ("ret",)]) == [W / 2] * 3 + [1]
+
+
+def test_a_loop_without_a_register_induction_keeps_the_constant_weight():
+    # -O0: the counter lives on the stack (load, add, store), so no register is stepped
+    assert weights(["loop:", ("lw", "t0", "s0", -12), ("addi", "t0", "t0", 1), ("sw", "t0", "s0", -12),
+                    ("lw", "t0", "s0", -12), ("blt", "t0", "a2", "loop"), ("ret",)]) == [W] * 5 + [1]
+    # a bound the loop writes is not a bound
+    assert weights(["loop:", ("addi", "t0", "t0", 1), ("addi", "a2", "a2", -1), ("add", "a2", "a2", "a1"),
+                    ("blt", "t0", "a2", "loop"), ("ret",)]) == [W] * 4 + [1]
+
+
+def test_nested_loops_multiply_their_factors():
+    lines = [("addi", "t0", "zero", 0), ("addi", "t1", "zero", 4),
+             "outer:", ("add", "a3", "a0", "zero"),
+             "inner:", ("lw", "a1", "a3", 0), ("addi", "a3", "a3", 4), ("bne", "a3", "a2", "inner"),
+             ("addi", "t0", "t0", 1), ("blt", "t0", "t1", "outer"), ("ret",)]
+    assert weights(lines) == [1, 1, 4, 4 * W, 4 * W, 4 * W, 4, 4, 1]
+
+
+def test_rv32_facts_read_steps_constants_memory_and_compares():
+    facts = rv32_loop_facts(program(assemble([
+        ("addi", "t0", "zero", 7), ("lui", "t1", 2), ("addi", "a0", "a0", -4), ("addi", "a1", "a0", 4),
+        ("lw", "a1", "a0", 8), ("sw", "a1", "a0", 0), ("lbu", "a2", "a0", 1),
+        ("bne", "a0", "zero", 0), ("bltu", "a0", "a1", 0), ("addi", "zero", "zero", 0)])))
+    assert facts.writes == [(5,), (6,), (10,), (11,), (11,), (), (12,), (), (), ()]
+    assert facts.self_add == [0, 0, -4, 0, 0, 0, 0, 0, 0, 0]
+    assert facts.constant == [7, 2 << 12, None, None, None, None, None, None, None, None]
+    assert facts.mem_base == [-1, -1, -1, -1, 10, 10, 10, -1, -1, -1]
+    assert facts.mem_width == [0, 0, 0, 0, 4, 4, 1, 0, 0, 0]
+    assert facts.compare == [None] * 7 + [(10, None, 0), (10, 11, None), None]
+
+
+def test_without_inductions_the_weights_are_the_depth_powers_of_before():
+    p = decoded(assemble([("addi", "t0", "zero", 0),
+                          "l1:", ("lw", "t1", "s0", 0), ("beq", "t1", "zero", "end"),
+                          "l2:", ("lw", "t2", "s0", 4), ("bne", "t2", "zero", "l2"),
+                          ("jal", "zero", "l1"), "end:", ("ret",)]))
+    np.testing.assert_allclose(inlined_weights(p, list(p.call_sites), W)[0], W ** p.loop_depth)
