@@ -18,8 +18,9 @@ zero, one, lneg, mneg, id, id2, id4, id8 (24-31), which only ``ra`` can name.
   ``rric``) have no immediate to add or move, so they only write; an immediate with a condition
   shares its encoding with the pc form and decodes as it (dpu_isa rule 4): it computes, then
   branches.
-- **mem_base/mem_width**: the WRAM loads and stores lbs/lbu/lhs/lhu/lw/ld, sb/sh/sw/sd, their
-  ``.s``/``.u`` and ``_id`` forms: base ``ra``, width by the letter b/h/w/d (1/2/4/8). Not the
+- **mem_base/mem_width/mem_offset**: the WRAM loads and stores lbs/lbu/lhs/lhu/lw/ld,
+  sb/sh/sw/sd, their ``.s``/``.u`` and ``_id`` forms: base ``ra``, width by the letter b/h/w/d
+  (1/2/4/8), offset ``off``. Not the
   DMA (ldma, ldmai, sdma), nor the ``lws``/``sds``-style forms (an S after the operation),
   whose meaning the ISA notes do not give.
 - **compare**, for a conditional branch (flow BRANCH: a ``true`` condition is a goto):
@@ -58,6 +59,7 @@ class _Facts:
     constant: int | None = None
     mem_base: int = -1
     mem_width: int = 0
+    mem_offset: int = 0
     compare: tuple[int, int | None, int | None] | None = None
 
 
@@ -73,7 +75,8 @@ def dpu_loop_facts(program: DpuProgram) -> LoopFacts:
                                            program.flow.tolist(), program.padding.tolist())]
     return LoopFacts(writes=[f.writes for f in facts], self_add=[f.self_add for f in facts],
                      constant=[f.constant for f in facts], mem_base=[f.mem_base for f in facts],
-                     mem_width=[f.mem_width for f in facts], compare=[f.compare for f in facts])
+                     mem_width=[f.mem_width for f in facts], mem_offset=[f.mem_offset for f in facts],
+                     compare=[f.compare for f in facts])
 
 
 def _facts(form: DpuForm, word: int, branch: bool) -> _Facts:
@@ -90,7 +93,8 @@ def _facts(form: DpuForm, word: int, branch: bool) -> _Facts:
     else:
         writes = ()
     if _MEMORY.fullmatch(form.mnemonic):
-        return _Facts(writes, mem_base=ra, mem_width=_WIDTH[form.mnemonic[1]])
+        return _Facts(writes, mem_base=ra, mem_width=_WIDTH[form.mnemonic[1]],
+                      mem_offset=_signed(form, word, "off") if "off" in ops else 0)
     if not writes:
         return _Facts(compare=_operand_compare(form, word, ra, imm) if branch and operation == "sub"
                       else None)

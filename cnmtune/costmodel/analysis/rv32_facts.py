@@ -1,7 +1,7 @@
 """The rv32 proxy's instructions as the trip-count analysis reads them (``LoopFacts``).
 
 ``addi r, r, c`` is a self-add; ``addi r, x0, c`` and ``lui r, c`` set constants; loads and
-stores give their base register and width (lb/lbu/sb 1, lh/lhu/sh 2, lw/sw 4); a conditional
+stores give their base register, width (lb/lbu/sb 1, lh/lhu/sh 2, lw/sw 4) and offset; a conditional
 branch compares rs1 with rs2, x0 read as the immediate 0. Writes to x0 are no writes.
 """
 
@@ -25,6 +25,7 @@ def rv32_loop_facts(program: Program) -> LoopFacts:
     signed = program.words.view(np.int32).astype(np.int64)
     opcode, rd, rs1, rs2, funct3 = w & 0x7F, (w >> 7) & 0x1F, (w >> 15) & 0x1F, (w >> 20) & 0x1F, (w >> 12) & 7
     imm_i = signed >> 20
+    imm_s = ((signed >> 25) << 5) | ((w >> 7) & 0x1F)
     written = np.where(np.isin(opcode, _WRITES_RD), rd, 0)
     addi = (opcode == OP_IMM) & (funct3 == 0) & (rd != 0)
     self_add = np.where(addi & (rs1 == rd), imm_i, 0)
@@ -37,5 +38,6 @@ def rv32_loop_facts(program: Program) -> LoopFacts:
         self_add=self_add.tolist(),
         constant=[c if k else None for c, k in zip(constant.tolist(), is_constant.tolist())],
         mem_base=np.where(width > 0, rs1, -1).tolist(), mem_width=width.tolist(),
+        mem_offset=np.where(opcode == OP_LOAD, imm_i, np.where(opcode == OP_STORE, imm_s, 0)).tolist(),
         compare=[None if not b else (a, None, 0) if c == 0 else (c, None, 0) if a == 0 else (a, c, None)
                  for b, a, c in zip(branch.tolist(), rs1.tolist(), rs2.tolist())])

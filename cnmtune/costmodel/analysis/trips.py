@@ -10,18 +10,17 @@ to itself, that a conditional branch of the loop compares against a loop-invaria
 - **Constant trip count.** The induction starts from a constant (its only definition outside
   the loop in the function sets a constant) and the bound is an immediate or a register set to a
   constant once in the function: the factor is the trip count ceil(|bound - start| / s).
-- **Runtime bound.** The factor is ``loop_weight x u / s``: ``loop_weight`` iterations are
-  assumed of a loop stepping one unit, and a loop stepping s units covers the same range in
-  u / s of them. The unit u is the narrowest access width of the loop's loads and stores
-  addressed through an induction of the same step, up to the step (a pointer walking an array:
-  u = element size), and 1 otherwise (an index). A loop unrolled k times steps k times further: its body is
-  counted k times and its factor is k times smaller, so the unrolled loop weighs what its work
-  is, less the loop overhead it removed.
+- **Runtime bound.** The factor is ``loop_weight / k``, k the loop's unroll factor read from
+  its memory accesses: a loop unrolled k times reads or writes through a pointer induction at
+  k consecutive offsets of one access width u and steps it by k x u (``lw 0, 4, 8, 12`` and
+  ``addi 16``). Its body is counted k times and its factor is k times smaller, so the unrolled
+  loop weighs what its work is, less the loop overhead it removed. Without such accesses k = 1:
+  a loop stepping a block or a stride keeps ``loop_weight``.
 - **No induction found** (a loop on a condition, a linked walk, a loop at -O0 whose counter
   lives in memory): the factor is ``loop_weight``, the constant weight of before.
 
 A factor is kept as (power, scale), the factor being ``scale * loop_weight ** power``, so the
-weights of any ``loop_weight`` follow from one analysis: (0, trip count), (1, u / s) or (1, 1).
+weights of any ``loop_weight`` follow from one analysis: (0, trip count), (1, 1 / k) or (1, 1).
 An instruction's weight is the product of the factors of the loops holding it: with no induction
 anywhere it is ``loop_weight ** depth``, the weight of before. Facts about instructions come from
 each ISA front-end as ``LoopFacts`` (cnmtune.costmodel.analysis.rv32_facts,
@@ -49,8 +48,9 @@ class LoopFacts:
     ``writes``: the registers an instruction writes (a register pair: both). ``self_add``: c when
     the instruction is ``r = r + c`` for the one register it writes (c != 0), else 0.
     ``constant``: the value it writes when that is a constant (load immediate, move of an
-    immediate), else None. ``mem_base``/``mem_width``: the base register and access width in
-    bytes of a load or store of data memory (-1 and 0 for other instructions). ``compare``: for
+    immediate), else None. ``mem_base``/``mem_width``/``mem_offset``: the base register, access
+    width in bytes and constant offset of a load or store of data memory (-1, 0, 0 for other
+    instructions). ``compare``: for
     a conditional branch, (register, other register or None, immediate or None): what it
     compares (a branch on a register against zero: (register, None, 0)); None otherwise.
     """
@@ -60,6 +60,7 @@ class LoopFacts:
     constant: list[int | None]
     mem_base: list[int]
     mem_width: list[int]
+    mem_offset: list[int]
     compare: list[tuple[int, int | None, int | None] | None]
 
 
@@ -119,9 +120,22 @@ def _trip_factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]], s
     bound = imm if bound_register is None else _only_constant(facts, defs.get(bound_register, []))
     if start is not None and bound is not None:
         return 0, float(max(1, math.ceil(abs(bound - start) / step)))
-    widths = [facts.mem_width[i] for i in body
-              if 0 < facts.mem_width[i] <= step and abs(steps.get(facts.mem_base[i], 0)) == step]
-    return 1, (min(widths) if widths else 1) / step
+    return 1, 1.0 / _unroll_factor(facts, body, steps)
+
+
+def _unroll_factor(facts: LoopFacts, body: set[int], steps: dict[int, int]) -> int:
+    """The largest k such that the loop accesses memory through an induction stepping k x u at
+    k consecutive offsets of width u (1 if none)."""
+    offsets: dict[tuple[int, int], set[int]] = {}
+    for i in body:
+        if facts.mem_width[i] and facts.mem_base[i] in steps:
+            offsets.setdefault((facts.mem_base[i], facts.mem_width[i]), set()).add(facts.mem_offset[i])
+    best = 1
+    for (base, width), seen in offsets.items():
+        k = len(seen)
+        if k > best and abs(steps[base]) == k * width and max(seen) - min(seen) == (k - 1) * width:
+            best = k
+    return best
 
 
 def _only_constant(facts: LoopFacts, definitions: list[int]) -> int | None:

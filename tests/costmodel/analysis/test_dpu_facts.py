@@ -108,15 +108,18 @@ def test_every_fact_of_hand_assembled_loops():
         "move", "move", "move", "lw", "add", "add", "jltu", "sb", "ld", "add", "jneq", "lhu", "add",
         "sub", "add", "sub", "move", "move", "move", "move.s", "move.u", "add.s", "lw.s", "sh_id",
         "ldma", "sub", "addc", "jeq", "jnz", "jump"]
-    facts = rows(dpu_loop_facts(program))
+    loop_facts = dpu_loop_facts(program)
+    facts = rows(loop_facts)
     assert facts[:2] == [((23,), 0, None, -1, 0, None), NONE]  # call r23, main; stop
     assert facts[a.index("main"):] == MAIN
+    memory = [(m, o) for m, w, o in zip(program.mnemonics, loop_facts.mem_width, loop_facts.mem_offset) if w]
+    assert memory == [("lw", 0), ("sb", -1), ("ld", 8), ("lhu", 2), ("lw.s", 4), ("sh_id", 0)]
 
 
 def test_the_loops_weigh_their_trip_counts():
     """The facts drive cnmtune.costmodel.analysis.trips: 16 and 10 iterations from constant
-    starts and bounds; the register-bounded byte loop, a runtime bound, weighs loop_weight x
-    (narrowest access through its 1-byte step: 1) / 1."""
+    starts and bounds; the register-bounded byte loop, a runtime bound without unrolled accesses,
+    weighs loop_weight."""
     a = loops()
     p = decode(a.elf())
     counted, down, after = a.index("counted"), a.index("down"), a.index("next")

@@ -27,6 +27,7 @@ def test_a_loop_with_constant_start_and_bound_weighs_its_trip_count():
 
 
 def test_a_pointer_loop_to_a_runtime_bound_weighs_loop_weight_per_element():
+    """Unrolled k times (k consecutive offsets of one width, a step of k widths), a loop weighs 1/k."""
     plain = [("lw", "a1", "a0", 0), ("addi", "a0", "a0", 4), ("bne", "a0", "a2", "loop")]
     unrolled = [("lw", "a1", "a0", 0), ("lw", "a3", "a0", 4), ("lw", "a4", "a0", 8), ("lw", "a5", "a0", 12),
                 ("addi", "a0", "a0", 16), ("bne", "a0", "a2", "loop")]
@@ -49,9 +50,15 @@ def test_unrolling_lowers_the_weighted_count_by_the_loop_overhead_it_removes():
     assert plain == 4 * W + 1 and unrolled == 6 * W / 2 + 1 < plain
 
 
-def test_an_index_loop_weighs_loop_weight_over_its_step():
+def test_a_loop_stepping_a_block_or_a_stride_keeps_the_constant_weight():
+    # an index stepping 2 without memory through it; a pointer stepping a 2 KiB block, read once
     assert weights(["loop:", ("slli", "a1", "t0", 2), ("addi", "t0", "t0", 2), ("blt", "t0", "a2", "loop"),
-                    ("ret",)]) == [W / 2] * 3 + [1]
+                    ("ret",)]) == [W] * 3 + [1]
+    assert weights(["loop:", ("lw", "a1", "a0", 0), ("lw", "a3", "a0", 8), ("addi", "a0", "a0", 2048),
+                    ("bltu", "a0", "a2", "loop"), ("ret",)]) == [W] * 4 + [1]
+    # unrolled twice, counted down by an index register: the pointers tell the factor
+    assert weights(["loop:", ("lw", "a1", "a0", 0), ("lw", "a3", "a0", 4), ("addi", "a0", "a0", 8),
+                    ("addi", "t0", "t0", -2), ("bne", "t0", "zero", "loop"), ("ret",)]) == [W / 2] * 5 + [1]
 
 
 def test_a_loop_without_a_register_induction_keeps_the_constant_weight():
@@ -81,6 +88,7 @@ def test_rv32_facts_read_steps_constants_memory_and_compares():
     assert facts.constant == [7, 2 << 12, None, None, None, None, None, None, None, None]
     assert facts.mem_base == [-1, -1, -1, -1, 10, 10, 10, -1, -1, -1]
     assert facts.mem_width == [0, 0, 0, 0, 4, 4, 1, 0, 0, 0]
+    assert facts.mem_offset == [0, 0, 0, 0, 8, 0, 1, 0, 0, 0]
     assert facts.compare == [None] * 7 + [(10, None, 0), (10, 11, None), None]
 
 
