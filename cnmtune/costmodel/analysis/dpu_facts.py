@@ -9,6 +9,8 @@ zero, one, lneg, mneg, id, id2, id4, id8 (24-31), which only ``ra`` can name.
 - **self_add**: ``add r, r, c`` and ``sub r, r, c`` (-c) on one register (``rri``, ``rrif``,
   ``ssi``, ``rrici``). ``addc``/``subc`` also add the carry, a pair is two registers: neither is
   a self-add.
+- **add_imm**: ``add``/``sub`` of an immediate into another register (``rri``), and ``move``
+  of a register: (source, constant).
 - **constant**: ``move`` of an immediate or of ``zero``/``one``; ``add``/``or``/``xor`` of
   ``zero`` and an immediate, ``sub`` of the two in either order, ``and`` with the immediate 0.
   A pair (``move.s d2, 0``) has a constant only when both its registers receive it: 0, or -1
@@ -57,6 +59,7 @@ class _Facts:
     writes: tuple[int, ...] = ()
     self_add: int = 0
     constant: int | None = None
+    add_imm: tuple[int, int] | None = None
     mem_base: int = -1
     mem_width: int = 0
     mem_offset: int = 0
@@ -74,7 +77,8 @@ def dpu_loop_facts(program: DpuProgram) -> LoopFacts:
              for k, word, flow, pad in zip(program.forms.tolist(), program.words.tolist(),
                                            program.flow.tolist(), program.padding.tolist())]
     return LoopFacts(writes=[f.writes for f in facts], self_add=[f.self_add for f in facts],
-                     constant=[f.constant for f in facts], mem_base=[f.mem_base for f in facts],
+                     constant=[f.constant for f in facts], add_imm=[f.add_imm for f in facts],
+                     mem_base=[f.mem_base for f in facts],
                      mem_width=[f.mem_width for f in facts], mem_offset=[f.mem_offset for f in facts],
                      compare=[f.compare for f in facts])
 
@@ -102,10 +106,16 @@ def _facts(form: DpuForm, word: int, branch: bool) -> _Facts:
     if len(writes) == 2:
         high = -1 if form.operation.endswith(".s") and value is not None and value < 0 else 0
         return _Facts(writes, constant=value if value == high else None)
-    step = 0
-    if ops[1:3] == ("ra", "imm") and ra == writes[0] and operation in ("add", "sub"):
-        step = imm if operation == "add" else -imm
-    return _Facts(writes, self_add=step, constant=value,
+    step, add_imm = 0, None
+    if ops[1:3] == ("ra", "imm") and operation in ("add", "sub") and ra < _ZERO:
+        c = imm if operation == "add" else -imm
+        if ra == writes[0]:
+            step = c
+        else:
+            add_imm = (ra, c)
+    elif form.mnemonic == "move" and ops[1:] == ("ra",) and ra < _ZERO:
+        add_imm = (ra, 0)
+    return _Facts(writes, self_add=step, constant=value, add_imm=add_imm,
                   compare=(writes[0], None, 0) if branch else None)
 
 

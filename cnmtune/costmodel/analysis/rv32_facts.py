@@ -1,6 +1,7 @@
 """The rv32 proxy's instructions as the trip-count analysis reads them (``LoopFacts``).
 
-``addi r, r, c`` is a self-add; ``addi r, x0, c`` and ``lui r, c`` set constants; loads and
+``addi r, r, c`` is a self-add, ``addi rd, rs, c`` an add of a constant to another register;
+``addi r, x0, c`` and ``lui r, c`` set constants; loads and
 stores give their base register, width (lb/lbu/sb 1, lh/lhu/sh 2, lw/sw 4) and offset; a conditional
 branch compares rs1 with rs2, x0 read as the immediate 0. Writes to x0 are no writes.
 """
@@ -36,6 +37,8 @@ def rv32_loop_facts(program: Program) -> LoopFacts:
     return LoopFacts(
         writes=[(r,) if r else () for r in written.tolist()],
         self_add=self_add.tolist(),
+        add_imm=[(r, c) if k else None for r, c, k in
+                 zip(rs1.tolist(), imm_i.tolist(), (addi & (rs1 != rd) & (rs1 != 0)).tolist())],
         constant=[c if k else None for c, k in zip(constant.tolist(), is_constant.tolist())],
         mem_base=np.where(width > 0, rs1, -1).tolist(), mem_width=width.tolist(),
         mem_offset=np.where(opcode == OP_LOAD, imm_i, np.where(opcode == OP_STORE, imm_s, 0)).tolist(),

@@ -7,9 +7,11 @@ times for most kernels (unrolled builds are the fast ones). So each loop gets it
 read from the loop's *induction*: a register the loop writes once, by adding a constant step s
 to itself, that a conditional branch of the loop compares against a loop-invariant bound.
 
-- **Constant trip count.** The induction starts from a constant (its only definition outside
-  the loop in the function sets a constant) and the bound is an immediate or a register set to a
-  constant once in the function: the factor is the trip count ceil(|bound - start| / s).
+- **Constant trip count.** The induction's start and the bound are both constants, or both
+  one register plus a constant (a pointer walking a block to its end: start = p + c1,
+  bound = p + c2, p not written in the loop), as set by their last definitions on
+  the single path into the loop (or by their only definition in the function): the factor is
+  the trip count ceil(|bound - start| / s).
 - **Runtime bound.** The factor is ``loop_weight / k``, k the loop's unroll factor read from
   its memory accesses: a loop unrolled k times reads or writes through a pointer induction at
   k consecutive offsets of one access width u and steps it by k x u (``lw 0, 4, 8, 12`` and
@@ -48,7 +50,8 @@ class LoopFacts:
     ``writes``: the registers an instruction writes (a register pair: both). ``self_add``: c when
     the instruction is ``r = r + c`` for the one register it writes (c != 0), else 0.
     ``constant``: the value it writes when that is a constant (load immediate, move of an
-    immediate), else None. ``mem_base``/``mem_width``/``mem_offset``: the base register, access
+    immediate), else None. ``add_imm``: (register, c) when it writes another register plus a
+    constant (``addi rd, rs, c``, a register move: c = 0), else None. ``mem_base``/``mem_width``/``mem_offset``: the base register, access
     width in bytes and constant offset of a load or store of data memory (-1, 0, 0 for other
     instructions). ``compare``: for
     a conditional branch, (register, other register or None, immediate or None): what it
@@ -58,6 +61,7 @@ class LoopFacts:
     writes: list[tuple[int, ...]]
     self_add: list[int]
     constant: list[int | None]
+    add_imm: list[tuple[int, int] | None]
     mem_base: list[int]
     mem_width: list[int]
     mem_offset: list[int]
@@ -79,8 +83,9 @@ def loop_factors(facts: LoopFacts, first: int, count: int, cfg: FunctionCfg) -> 
     for i in range(first, first + count):
         for r in facts.writes[i]:
             defs.setdefault(r, []).append(i)
-    return tuple(_factor(facts, {first + i for b in body for i in range(bounds[b], bounds[b + 1])}, defs)
-                 for body in cfg.loop_bodies)
+    return tuple(_factor(facts, {first + i for b in body for i in range(bounds[b], bounds[b + 1])}, defs,
+                         _Entry(facts, cfg, first, bounds, header, body))
+                 for header, body in zip(cfg.loop_headers, cfg.loop_bodies))
 
 
 def instruction_factors(cfg: FunctionCfg, count: int, factors: tuple[Factor, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +101,45 @@ def instruction_factors(cfg: FunctionCfg, count: int, factors: tuple[Factor, ...
     return np.repeat(power, lengths), np.repeat(scale, lengths)
 
 
-def _factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]]) -> Factor:
+@dataclass(frozen=True)
+class _Entry:
+    """Where a loop is entered from: the values its registers hold there."""
+
+    facts: LoopFacts
+    cfg: FunctionCfg
+    first: int
+    bounds: list[int]
+    header: int
+    body: frozenset[int]
+
+    def value(self, r: int) -> tuple[int | None, int] | None:
+        """r's value on entering the loop as (register or None, constant): a constant, or a
+        register plus a constant, set by the one definition of r that reaches the loop from
+        outside (searching back from the header's predecessors outside the loop); None if
+        none, several, or the function's entry reach it."""
+        bounds, writes, preds = self.bounds, self.facts.writes, self.cfg.preds
+        stack = [b for b in preds[self.header] if b not in self.body]
+        seen, found = set(stack), set()
+        while stack:
+            block = stack.pop()
+            for i in range(self.first + bounds[block + 1] - 1, self.first + bounds[block] - 1, -1):
+                if r in writes[i]:
+                    found.add(i)
+                    break
+            else:
+                if block == 0:
+                    return None
+                stack.extend(p for p in preds[block] if p not in seen)
+                seen.update(preds[block])
+            if len(found) > 1:
+                return None
+        if not found:
+            return None
+        i = found.pop()
+        return (None, self.facts.constant[i]) if self.facts.constant[i] is not None else self.facts.add_imm[i]
+
+
+def _factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]], entry: _Entry) -> Factor:
     written = Counter(r for i in body for r in facts.writes[i])
     steps = {facts.writes[i][0]: facts.self_add[i] for i in body
              if facts.self_add[i] and written[facts.writes[i][0]] == 1}
@@ -109,17 +152,19 @@ def _factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]]) -> Fac
         a, b, imm = compared
         for r, other in ((a, b), (b, a)):
             if r is not None and r in steps and (other is None or written[other] == 0):
-                return _trip_factor(facts, body, defs, steps, r, other, imm)
+                return _trip_factor(facts, body, defs, entry, steps, r, other, imm)
     return _UNKNOWN
 
 
-def _trip_factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]], steps: dict[int, int],
-                 r: int, bound_register: int | None, imm: int | None) -> Factor:
+def _trip_factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]], entry: _Entry,
+                 steps: dict[int, int], r: int, bound_register: int | None, imm: int | None) -> Factor:
     step = abs(steps[r])
-    start = _only_constant(facts, [i for i in defs.get(r, []) if i not in body])
-    bound = imm if bound_register is None else _only_constant(facts, defs.get(bound_register, []))
-    if start is not None and bound is not None:
-        return 0, float(max(1, math.ceil(abs(bound - start) / step)))
+    start = entry.value(r) or _only_value(facts, [i for i in defs.get(r, []) if i not in body])
+    bound = (None, imm) if bound_register is None else \
+        entry.value(bound_register) or _only_value(facts, defs.get(bound_register, []))
+    if start is not None and bound is not None and start[0] == bound[0] \
+            and not any(start[0] in facts.writes[i] for i in body):
+        return 0, float(max(1, math.ceil(abs(bound[1] - start[1]) / step)))
     return 1, 1.0 / _unroll_factor(facts, body, steps)
 
 
@@ -138,9 +183,13 @@ def _unroll_factor(facts: LoopFacts, body: set[int], steps: dict[int, int]) -> i
     return best
 
 
-def _only_constant(facts: LoopFacts, definitions: list[int]) -> int | None:
-    """The constant a register's single definition sets; None unless there is exactly one and it sets a constant."""
-    return facts.constant[definitions[0]] if len(definitions) == 1 else None
+def _only_value(facts: LoopFacts, definitions: list[int]) -> tuple[int | None, int] | None:
+    """The value a register's single definition sets, as (register or None, constant); None
+    unless there is exactly one and it sets a constant or a register plus a constant."""
+    if len(definitions) != 1:
+        return None
+    i = definitions[0]
+    return (None, facts.constant[i]) if facts.constant[i] is not None else facts.add_imm[i]
 
 
 def program_factors(facts: LoopFacts, functions: Sequence[Function],

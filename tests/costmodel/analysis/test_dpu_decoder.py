@@ -199,10 +199,11 @@ def test_synthetic_program_histograms_and_functions(elf):
             f.iram_softlib_instructions) == (17, 6, 3)
     assert f.kernel_calls == f.total_calls == {"__mulsi3": 1}
     assert (f.internal_calls, f.indirect_calls, f.kernel_functions) == (1, 0, 2)
-    # main's loop calls helper, whose acquire spins on itself: depth 1 + 1.
+    # main's loop (r0 from 0 to 16 by 1: 16 trips) calls helper, whose acquire spins on itself
+    # (no induction: the loop weight 10): depth 1 + 1, weight 16 x 10.
     assert (f.loops, f.max_loop_depth) == (2, 2)
-    assert f.weighted_kernel_histogram["acquire"] == 100.0
-    assert f.weighted_kernel_histogram["lw"] == 10.0 and f.weighted_kernel_histogram["sd"] == 1.0
+    assert f.weighted_kernel_histogram["acquire"] == 160.0
+    assert f.weighted_kernel_histogram["lw"] == 16.0 and f.weighted_kernel_histogram["sd"] == 1.0
     m = f.footprint
     assert (m.nr_tasklets, m.stack_size, m.wram_stack_bytes, m.wram_host_bytes) == (2, 1024, 2048, 8)
     assert f.total_ecalls == {}
@@ -240,7 +241,7 @@ def test_dpu_schema(elf):
             "iram_instructions", "nr_tasklets"} <= set(schema.names)
     assert "text_instructions" not in schema.names
     vector = dict(zip(schema.names, f.vector(schema).tolist()))
-    assert vector["op:move"] == 2 and vector["wop:acquire"] == 100 and vector["op:other"] == 0
+    assert vector["op:move"] == 2 and vector["wop:acquire"] == 160 and vector["op:other"] == 0
     assert vector["call:__mulsi3"] == 1 and vector["iram_kernel_instructions"] == 17
     with pytest.raises(SchemaMismatch, match="dpu-3 features do not fit schema proxy-4"):
         f.vector(default_schema())

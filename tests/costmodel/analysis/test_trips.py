@@ -98,3 +98,20 @@ def test_without_inductions_the_weights_are_the_depth_powers_of_before():
                           "l2:", ("lw", "t2", "s0", 4), ("bne", "t2", "zero", "l2"),
                           ("jal", "zero", "l1"), "end:", ("ret",)]))
     np.testing.assert_allclose(inlined_weights(p, list(p.call_sites), W)[0], W ** p.loop_depth)
+
+
+def test_a_pointer_walking_a_block_to_its_end_weighs_the_block_over_the_step():
+    # start = s0 + 8, bound = s0 + 1024: (1024 - 8) / 8 = 127 trips, as one pass over a WRAM block
+    assert weights([("addi", "a0", "s0", 8), ("addi", "a2", "s0", 1024),
+                    "loop:", ("lw", "a1", "a0", 0), ("addi", "a0", "a0", 8), ("bne", "a0", "a2", "loop"),
+                    ("ret",)]) == [1, 1, 127, 127, 127, 1]
+    # two definitions of the bound reach the loop: a runtime bound
+    assert weights([("beq", "a3", "zero", "other"), ("addi", "a2", "s0", 64), ("jal", "zero", "go"),
+                    "other:", ("addi", "a2", "s0", 128),
+                    "go:", ("addi", "a0", "s0", 0),
+                    "loop:", ("lw", "a1", "a0", 0), ("addi", "a0", "a0", 4), ("bne", "a0", "a2", "loop"),
+                    ("ret",)]) == [1, 1, 1, 1, 1, W, W, W, 1]
+    # the base moves inside the loop: no trip count
+    assert weights([("addi", "a0", "s0", 0), ("addi", "a2", "s0", 64),
+                    "loop:", ("lw", "a1", "a0", 0), ("addi", "a0", "a0", 4), ("add", "s0", "s0", "a1"),
+                    ("bne", "a0", "a2", "loop"), ("ret",)]) == [1, 1, W, W, W, W, 1]
