@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from cnmtune.errors import KernelError
 from cnmtune.runtime.kernel import Kernel
@@ -79,14 +80,21 @@ def find_runnable_kernel(name_or_path: str | Path) -> Kernel:
     return kernel
 
 
+class DeclaredRun(NamedTuple):
+    """What a workload declares of one run of its host program, both cost-model inputs."""
+
+    launches: int  # DPU launches (Workload.launch_count)
+    processed_size: int  # the size after the host's padding (Workload.processed_size)
+
+
 @functools.lru_cache(maxsize=None)
-def declared_launches(kernel: str, defines: str, size: int, dpus: int, tasklets: int) -> int:
-    """The DPU launches of one run of a registered kernel's host program at its default parameters
-    (``Workload.launch_count``); ``defines`` in the store's key form ('BL=8;INT32'). Every run checks
-    the declaration against the device, so it is the count of the runs a dataset records."""
+def declared_run(kernel: str, defines: str, size: int, dpus: int, tasklets: int) -> DeclaredRun:
+    """The launches and processed size of one run of a registered kernel's host program at its
+    default parameters; ``defines`` in the store's key form ('BL=8;INT32'). Every run checks the
+    launches against the device, so they are the count of the runs a dataset records."""
     values = dict(parse_define(item) for item in filter(None, defines.split(";")))
     workload = _runnable_kernel(kernel).workload(size, dpus, tasklets, values)
-    return workload.launch_count()
+    return DeclaredRun(workload.launch_count(), workload.processed_size())
 
 
 _runnable_kernel = functools.lru_cache(maxsize=None)(find_runnable_kernel)

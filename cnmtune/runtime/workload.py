@@ -182,6 +182,15 @@ class Workload:
         program) runs about three times as long. A run checks it against the device's count."""
         return 1
 
+    def processed_size(self) -> int:
+        """The problem size the DPUs process in one run, in the size's unit: the nominal size
+        after the host's padding or rounding (the nominal size unless the workload says otherwise).
+
+        Part of the cost model's input instead of the nominal size: a host that pads every DPU's
+        part to whole rounds of tasklet blocks makes a small problem on many DPUs cost as much as
+        a far larger one (PrIM's TS pads its series to a multiple of DPUs x tasklets x 256)."""
+        return self.size
+
     def inputs(self) -> Arrays:
         """Seeded input arrays for this size."""
         raise KernelError(f"{self.name}: workload.py defines no host side (inputs)")

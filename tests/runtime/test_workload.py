@@ -1,5 +1,7 @@
 """Workload defines: defaults, choices, exclusive bare-define groups, presets."""
 
+import sys
+
 import pytest
 
 from cnmtune.errors import KernelError
@@ -50,7 +52,10 @@ def test_launches_per_run_are_declared_by_the_host_program():
     """The cost model's launches input: MLP launches GEMV's binary once per layer, the scans twice,
     PIM-ML once per iteration, NW once per block anti-diagonal, TRNS twice per round of strips,
     BFS once per level of its graph; the others once."""
-    from cnmtune.runtime.registry import declared_launches, find_kernel
+    from cnmtune.runtime.registry import declared_run, find_kernel
+
+    def declared_launches(*run):
+        return declared_run(*run).launches
 
     assert declared_launches("gemv", "BL=10", 256, 4, 16) == 1
     assert declared_launches("mlp", "BL=10", 256, 4, 16) == 3
@@ -62,6 +67,29 @@ def test_launches_per_run_are_declared_by_the_host_program():
     assert declared_launches("bfs", "", 128, 2, 16) == bfs.reference(bfs.inputs())["levels"].max() > 1
     with pytest.raises(KernelError, match="no kernel named or at 'nope'"):
         declared_launches("nope", "", 64, 1, 1)
+
+
+def test_the_processed_size_is_what_the_host_hands_the_dpus():
+    """The cost model's size input: the nominal size after the host's padding. TS evaluates
+    DPUs x (slice - m) start positions of a series padded to DPUs x tasklets x m (none with one
+    tasklet when the series fits in DPUs x m: declared 1); the scans, SEL and UNI process whole
+    rounds of tasklet blocks per DPU; BS answers a query count rounded to DPUs x tasklets; the
+    rest process the nominal size."""
+    from cnmtune.runtime.registry import declared_run, find_kernel
+
+    ts = find_kernel("ts").workload(512, 64, 2)
+    assert ts.processed_size() == len(ts._evaluated()) == 64 * 2 * 256 - 64 * 256
+    assert declared_run("ts", "BL=8", 512, 4, 1).processed_size == 1  # no position evaluated
+    assert declared_run("ts", "BL=8", 65_536, 64, 4).processed_size == 65_536 - 64 * 256
+    scan = find_kernel("scan-ssa").workload(4096, 64, 16)
+    split_padded = vars(sys.modules[type(scan).__mro__[1].__module__])["split_padded"]  # common/scan_host.py
+    assert scan.processed_size() == sum(len(part) for part in split_padded(scan, scan.inputs()["A"])[1]) \
+        == 64 * 16 * 128  # a round of 16 blocks of 128 INT64 per DPU
+    for name in ("sel", "uni"):
+        w = find_kernel(name).workload(4096, 64, 16, {"BL": 8})
+        assert w.processed_size() == 64 * 16 * 32 > w.size
+    assert declared_run("bs", "BL=8", 4096, 64, 16).processed_size == 8 * 64 * 16  # 512 queries -> 1024
+    assert declared_run("va", "BL=10;INT32", 4096, 64, 16).processed_size == 4096
 
 
 def test_a_run_refuses_a_host_that_launches_other_than_it_declares(va_o2, monkeypatch):

@@ -64,6 +64,10 @@ class BinarySearch(Workload):
         wanted = max(1, self.size // 8)
         return -(-wanted // unit) * unit
 
+    def processed_size(self):
+        """The array size whose size / 8 queries the DPUs answer: 8 x the rounded query count."""
+        return 8 * self.nr_queries
+
     def inputs(self):
         array = np.arange(1, self.size + 1, dtype=np.int64)
         queries = np.arange(self.nr_queries, dtype=np.int64)

@@ -73,12 +73,9 @@ def exclusive_scan(totals: list, dtype: np.dtype) -> list:
 
 
 def split_padded(workload, a: np.ndarray) -> tuple[int, list[np.ndarray]]:
-    """(elements per DPU, each DPU's zero-padded part): ceil(N / D) rounded up to T x REGS."""
+    """(elements per DPU, each DPU's zero-padded part), ``workload.per_dpu`` elements each."""
     itemsize = a.dtype.itemsize
-    regs = (1 << int(workload.config["BL"])) // itemsize
-    unit = workload.tasklets * regs
-    per_dpu = -(-workload.size // workload.nr_dpus)
-    per_dpu = -(-per_dpu // unit) * unit
+    per_dpu = workload.per_dpu
     if 2 * per_dpu * itemsize > MRAM_SIZE:
         raise KernelError(f"{workload.name}: {per_dpu} elements per DPU (input and output) do not fit in MRAM")
     padded = np.zeros(per_dpu * workload.nr_dpus, a.dtype)
@@ -105,6 +102,17 @@ class PrefixSum(Workload):
     @property
     def dtype(self) -> np.dtype:
         return np.dtype(ELEMENT_TYPES[self.flag("element type")])
+
+    @property
+    def per_dpu(self) -> int:
+        """Elements per DPU: ceil(N / D) rounded up to T x REGS (REGS: the elements of a 2^BL block)."""
+        unit = self.tasklets * ((1 << int(self.config["BL"])) // self.dtype.itemsize)
+        per_dpu = -(-self.size // self.nr_dpus)
+        return -(-per_dpu // unit) * unit
+
+    def processed_size(self):
+        """Every DPU scans its whole padded part."""
+        return self.per_dpu * self.nr_dpus
 
     def launch_count(self):
         return 2

@@ -60,6 +60,10 @@ class Select(Workload):
         per_dpu = -(-self.size // self.nr_dpus)
         return -(-per_dpu // unit) * unit
 
+    def processed_size(self):
+        """Every DPU processes its whole padded chunk."""
+        return self.chunk * self.nr_dpus
+
     def inputs(self):
         return {"A": np.arange(1, self.size + 1, dtype=np.uint64)}
 

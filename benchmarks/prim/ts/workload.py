@@ -87,6 +87,10 @@ class TimeSeries(Workload):
     def slice(self) -> int:
         return self.length // self.nr_dpus
 
+    def processed_size(self):
+        """The start positions the DPUs evaluate (at least 1): DPUs x (slice - m)."""
+        return max(1, self.length - self.nr_dpus * self.query_len)
+
     def inputs(self):
         return {"series": (np.arange(self.length) % MAX_DATA_VAL).astype(np.int32),
                 "query": (np.arange(self.query_len) % MAX_DATA_VAL).astype(np.int32)}

@@ -69,6 +69,10 @@ class Unique(Workload):
         per_dpu = -(-self.size // self.nr_dpus)
         return -(-per_dpu // unit) * unit
 
+    def processed_size(self):
+        """Every DPU processes its whole padded chunk."""
+        return self.chunk * self.nr_dpus
+
     def inputs(self):
         i = np.arange(self.size, dtype=np.int64)
         return {"A": i + (i & 1)}

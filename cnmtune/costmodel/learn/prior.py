@@ -106,7 +106,7 @@ class LogCounts(nn.Module):
 def prior_weights(columns: Sequence[str], block_size: bool = False) -> torch.Tensor:
     """The ``[columns, 6]`` matrix (7 with ``block_size``) whose product with an input row gives,
     in order: compute slots, DMA read calls, DMA write calls (all loop-weighted), log2 DPUs,
-    log2 tasklets, log2 size (and the constant DMA size)."""
+    log2 tasklets, log2 processed size (and the constant DMA size)."""
     weights = torch.zeros(len(columns), 7 if block_size else 6)
     index = {name: i for i, name in enumerate(columns)}
     if block_size:
@@ -123,7 +123,7 @@ def prior_weights(columns: Sequence[str], block_size: bool = False) -> torch.Ten
                 weights[i, 1] = 1.0
             elif key in ("mram_write", "mram_write_unaligned"):
                 weights[i, 2] = 1.0
-    for j, name in enumerate(("cfg:log2_dpus", "cfg:log2_tasklets", "cfg:log2_size"), start=3):
+    for j, name in enumerate(("cfg:log2_dpus", "cfg:log2_tasklets", "cfg:log2_processed_size"), start=3):
         if name not in index:
             raise ValueError(f"the analytical prior needs input column {name}")
         weights[index[name], j] = 1.0

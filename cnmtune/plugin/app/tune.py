@@ -124,7 +124,9 @@ def _measure(project: AppProject, args: Sequence[str], timeout_s: float | None) 
 
 def _score(candidates: list[AppCandidate], elves: list[Path], model: str | None, report: AppTuneReport,
            size: int) -> None:
-    """Set each candidate's predicted kernel time with the cost model (the tuner's scoring)."""
+    """Set each candidate's predicted kernel time with the cost model (the tuner's scoring). An
+    application's host declares no processed size (``Workload.processed_size``): its size is
+    taken as processed."""
     from cnmtune.costmodel import model_features, model_schema
     from cnmtune.costmodel.learn.samples import input_matrix
     from cnmtune.plugin.tune.score import load_model

@@ -184,12 +184,12 @@ class _Search:
                                               self.space.build_defines(tuned), self.space.params)
         return self.grids[tuned]
 
-    def launch_count(self, c: Candidate) -> int:
-        """The DPU launches of one run of candidate `c` (its workload's declaration; runs use the
-        workload's default input seed, as here)."""
+    def declared(self, c: Candidate) -> tuple[int, int]:
+        """(processed size, DPU launches) of one run of candidate `c`: its workload's declarations,
+        cost-model inputs (runs use the workload's default input seed, as here)."""
         workload = self.kernel.workload(self.size, c.dpus, c.tasklets, dict(self.space.build_defines(c.defines)),
                                         **dict(self.space.params))
-        return workload.launch_count()
+        return workload.processed_size(), workload.launch_count()
 
     def candidates(self, requests: Sequence[BuildRequest] | None = None) -> list[Candidate]:
         """Build `requests` (default: the space) where not built yet, score the new binaries and add
@@ -237,8 +237,8 @@ class _Search:
                     self.pool[self.by_binary[(rec.elf_hash, dpus)]]
         start = time.perf_counter()
         if new:
-            rows = predict(self.model, self.model_path, [c for c, _ in new], [f for _, f in new], self.size,
-                           [self.launch_count(c) for c, _ in new], self.schema)
+            rows = predict(self.model, self.model_path, [c for c, _ in new], [f for _, f in new],
+                           [self.declared(c) for c, _ in new], self.schema)
             self.rows.extend(rows)
             if self.transfers is not None:
                 self.transfers.estimate([c for c, _ in new])

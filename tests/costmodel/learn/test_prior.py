@@ -31,7 +31,7 @@ COLUMNS = input_columns(default_schema())
 def row(dpus: int, tasklets: int, size: int, launches: int = 1, **features: float) -> torch.Tensor:
     x = torch.zeros(1, len(COLUMNS))
     for name, value in {**features, "cfg:log2_dpus": math.log2(dpus), "cfg:log2_tasklets": math.log2(tasklets),
-                        "cfg:log2_size": math.log2(size), "cfg:log2_launches": math.log2(launches)}.items():
+                        "cfg:log2_processed_size": math.log2(size), "cfg:log2_launches": math.log2(launches)}.items():
         x[0, COLUMNS.index(name)] = value
     return x
 
