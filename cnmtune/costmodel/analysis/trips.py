@@ -9,8 +9,8 @@ to itself, that a conditional branch of the loop compares against a loop-invaria
 
 - **Constant trip count.** The induction's start and the bound are both constants, or both
   one register plus a constant (a pointer walking a block to its end: start = p + c1,
-  bound = p + c2, p not written in the loop), as set by their last definitions on
-  the single path into the loop (or by their only definition in the function): the factor is
+  bound = p + c2, p not written in the loop), as set by the one definition of each that
+  reaches the loop from outside (or by its only definition in the function): the factor is
   the trip count ceil(|bound - start| / s).
 - **Runtime bound.** The factor is ``loop_weight / k``, k the loop's unroll factor read from
   its memory accesses: a loop unrolled k times reads or writes through a pointer induction at
@@ -51,11 +51,11 @@ class LoopFacts:
     the instruction is ``r = r + c`` for the one register it writes (c != 0), else 0.
     ``constant``: the value it writes when that is a constant (load immediate, move of an
     immediate), else None. ``add_imm``: (register, c) when it writes another register plus a
-    constant (``addi rd, rs, c``, a register move: c = 0), else None. ``mem_base``/``mem_width``/``mem_offset``: the base register, access
-    width in bytes and constant offset of a load or store of data memory (-1, 0, 0 for other
-    instructions). ``compare``: for
-    a conditional branch, (register, other register or None, immediate or None): what it
-    compares (a branch on a register against zero: (register, None, 0)); None otherwise.
+    constant (``addi rd, rs, c``; a register move: c = 0), else None. ``mem_base``,
+    ``mem_width``, ``mem_offset``: the base register, access width in bytes and constant offset
+    of a load or store of data memory (-1, 0, 0 for other instructions). ``compare``: for a
+    conditional branch, (register, other register or None, immediate or None): what it compares
+    (a branch on a register against zero: (register, None, 0)); None otherwise.
     """
 
     writes: list[tuple[int, ...]]
@@ -133,10 +133,7 @@ class _Entry:
                 seen.update(preds[block])
             if len(found) > 1:
                 return None
-        if not found:
-            return None
-        i = found.pop()
-        return (None, self.facts.constant[i]) if self.facts.constant[i] is not None else self.facts.add_imm[i]
+        return _value_set_by(self.facts, found.pop()) if found else None
 
 
 def _factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]], entry: _Entry) -> Factor:
@@ -186,9 +183,11 @@ def _unroll_factor(facts: LoopFacts, body: set[int], steps: dict[int, int]) -> i
 def _only_value(facts: LoopFacts, definitions: list[int]) -> tuple[int | None, int] | None:
     """The value a register's single definition sets, as (register or None, constant); None
     unless there is exactly one and it sets a constant or a register plus a constant."""
-    if len(definitions) != 1:
-        return None
-    i = definitions[0]
+    return _value_set_by(facts, definitions[0]) if len(definitions) == 1 else None
+
+
+def _value_set_by(facts: LoopFacts, i: int) -> tuple[int | None, int] | None:
+    """What instruction i writes as (register or None, constant), None if neither form."""
     return (None, facts.constant[i]) if facts.constant[i] is not None else facts.add_imm[i]
 
 
