@@ -43,7 +43,7 @@ class FunctionCfg:
     """Basic blocks, predecessor lists and natural loops of one function.
 
     Block b spans instructions [leaders[b], leaders[b + 1]) relative to the function's start.
-    ``loop_bodies`` hold the blocks of each natural loop (header first in ``loop_headers``).
+    ``loop_headers`` and ``loop_bodies``: each natural loop's header block and its blocks.
     """
 
     leaders: tuple[int, ...]
