@@ -1,9 +1,9 @@
 """The rv32 proxy's instructions as the trip-count analysis reads them (``LoopFacts``).
 
 ``addi r, r, c`` is a self-add, ``addi rd, rs, c`` an add of a constant to another register;
-``addi r, x0, c`` and ``lui r, c`` set constants; loads and
-stores give their base register, width (lb/lbu/sb 1, lh/lhu/sh 2, lw/sw 4) and offset; a conditional
-branch compares rs1 with rs2, x0 read as the immediate 0. Writes to x0 are no writes.
+``addi r, x0, c`` and ``lui r, c`` set constants; loads and stores give their base register,
+width (lb/lbu/sb 1, lh/lhu/sh 2, lw/sw 4) and offset; a conditional branch compares rs1 with
+rs2, x0 read as the immediate 0. Writes to x0 are no writes.
 """
 
 from __future__ import annotations
