@@ -22,9 +22,8 @@ zero, one, lneg, mneg, id, id2, id4, id8 (24-31), which only ``ra`` can name.
   branches.
 - **mem_base/mem_width/mem_offset**: the WRAM loads and stores lbs/lbu/lhs/lhu/lw/ld,
   sb/sh/sw/sd, their ``.s``/``.u`` and ``_id`` forms: base ``ra``, width by the letter b/h/w/d
-  (1/2/4/8), offset ``off``. Not the
-  DMA (ldma, ldmai, sdma), nor the ``lws``/``sds``-style forms (an S after the operation),
-  whose meaning the ISA notes do not give.
+  (1/2/4/8), offset ``off``. Not the DMA (ldma, ldmai, sdma), nor the ``lws``/``sds``-style
+  forms (an S after the operation), whose meaning the ISA notes do not give.
 - **compare**, for a conditional branch (flow BRANCH: a ``true`` condition is a goto):
   ``jeq``...``jges`` and the ``sub zero, ...`` forms they encode compare ``ra`` with ``rb`` or
   the immediate, ``jz``/``jnz`` ``ra`` with 0, a source ``zero``/``one`` read as 0/1; a form

@@ -5,9 +5,9 @@ Column families (``<m>`` a mnemonic, ``<f>`` a callee):
 - ``op:<m>``     kernel opcode histogram (static count)
 - ``wop:<m>``    kernel histogram weighted by loop trip counts: an instruction counts the
                  product of the factors of the loops holding it, a loop's factor its constant
-                 trip count, ``loop_weight`` per unit step to a runtime bound, or
-                 ``loop_weight`` (cnmtune.costmodel.analysis.trips): a static estimate of its
-                 dynamic frequency
+                 trip count, ``loop_weight / k`` when it runs to a runtime bound unrolled k
+                 times, else ``loop_weight`` (cnmtune.costmodel.analysis.trips): a static
+                 estimate of its dynamic frequency
 - ``call:<f>``   calls from kernel code to runtime/softlib routine f (``RUNTIME_ROUTINES``)
 - ``wcall:<f>``  the same, loop-weighted
 - scalars        sizes, footprints, loops, configuration (``SCALARS``)
@@ -151,8 +151,8 @@ def default_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
 
 
 #: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-3 is
-#: dpu-2 with the weighted families weighted by trip counts, dpu-2 dpu-1 plus the constant block
-#: sizes dma_bytes and alloc_bytes.
+#: dpu-2 with the weighted families weighted by trip counts; dpu-2 is dpu-1 plus the constant
+#: block sizes dma_bytes and alloc_bytes.
 DPU_SCHEMA_VERSION = "dpu-3"
 DPU_OPS_SCHEMA_VERSION = "dpu-3-ops"
 #: The DPU call vocabulary: the runtime routines plus the SDK's 32-bit division entry points.
