@@ -27,6 +27,8 @@ from rich.console import Console
 from rich.table import Table
 from scipy.stats import spearmanr
 
+from cnmtune.atomic import atomic_write
+
 GROUP = ("kernel", "defines", "dpus", "tasklets", "size")
 MIN_GROUP = 10
 
@@ -84,8 +86,7 @@ def main() -> None:
     table.add_row("median", *(f"{m:.2f}" for m in medians), "", style="bold")
     Console().print(table)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1))
+        atomic_write(args.json, (json.dumps(result, indent=1) + "\n").encode())
 
 
 if __name__ == "__main__":
