@@ -111,9 +111,9 @@ def test_nan_feature_is_refused_with_its_sample_and_column(l2p_db, tmp_path):
 def test_input_matrix_refuses_foreign_feature_names():
     schema = model_schema()
     with pytest.raises(SchemaMismatch, match="do not follow schema"):
-        input_matrix([{"op:add": 1.0}], [1], [1], [1024], [1], schema)
+        input_matrix([{"op:add": 1.0}], [1], [1], [1024], [1024], [1], schema)
     with pytest.raises(FeatureError, match="cfg:log2_dpus is -inf"):
-        input_matrix([dict.fromkeys(schema.names, 0.0)], [0], [1], [1024], [1], schema)
+        input_matrix([dict.fromkeys(schema.names, 0.0)], [0], [1], [1024], [1024], [1], schema)
 
 
 # -- Parquet exports (the shipped reference dataset) and the split by binary ------------------

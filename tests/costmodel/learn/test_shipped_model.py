@@ -78,5 +78,5 @@ def test_one_model_scores_proxy_and_sdk_binaries(scorer, elf_o2, tmp_path):
     sdk = model_features(_sdk_style_elf(tmp_path / "sdk.elf"))
     assert proxy.schema_version == sdk.schema_version == scorer.schema.version == "dpu-3"
     rows = [dict(zip(scorer.schema.names, f.vector(scorer.schema))) for f in (proxy, sdk)]
-    runtime = scorer.predict(input_matrix(rows, [1, 1], [16, 16], [4096, 4096], [1, 1], scorer.schema)).runtime_s
+    runtime = scorer.predict(input_matrix(rows, [1, 1], [16, 16], [4096, 4096], [4096, 4096], [1, 1], scorer.schema)).runtime_s
     assert np.all(np.isfinite(runtime)) and np.all(runtime > 0)
