@@ -109,7 +109,7 @@ def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
 
 def lowered_frontend(image: ElfImage) -> DecodedProgram:
     """A proxy ELF as the DPU code the UPMEM compiler would emit for it (the lowering model), in
-    the schema of real DPU ELFs (``dpu-3``), so one model scores proxy and SDK binaries.
+    the schema of real DPU ELFs (``dpu-4``), so one model scores proxy and SDK binaries.
 
     Each rv32i word becomes the DPU instructions it lowers to (none where a neighbour absorbs
     it; ``add+lsl_add`` is two), keeping its function, loop depth and call site. IRAM is kernel

@@ -18,8 +18,8 @@ no RISC-V assembler), so every DPU service a kernel uses (``me``, ``mram_read``,
 
 Real UPMEM DPU ELFs (e_machine 245) have their own schema, ``dpu_schema()``: the same
 families over the DPU vocabulary. ``op``/``wop`` list every mnemonic the decoder can emit
-(cnmtune.costmodel.analysis.dpu_isa: as llvm-objdump writes them, version ``dpu-3``, or with the
-shorthands counted as the operation they encode, ``dpu-3-ops``); ``call``/``wcall`` the
+(cnmtune.costmodel.analysis.dpu_isa: as llvm-objdump writes them, version ``dpu-4``, or with the
+shorthands counted as the operation they encode, ``dpu-4-ops``); ``call``/``wcall`` the
 runtime routines plus the SDK's ``__div32``/``__udiv32``; the scalars of the proxy schema
 except ``text_instructions``, which equals ``iram_instructions`` on a real DPU (its soft
 arithmetic lives in IRAM). Regions come from function names (cnmtune.costmodel.analysis.dpu_program).
@@ -40,11 +40,12 @@ from cnmtune.costmodel.analysis.dpu_isa import encoding_table
 from cnmtune.costmodel.analysis.rv32_isa import RV32I_MNEMONICS
 from cnmtune.errors import SchemaMismatch
 
+#: proxy-5: trip counts also of loops whose counter lives in a stack slot (-O0).
 #: proxy-4: the weighted families weighted by trip counts (proxy-3: ``loop_weight ** depth``).
 #: proxy-3: no ecall families, runtime services as call columns, iram_instructions = kernel +
 #: runtime (the IRAM charge) and text_instructions = all of .text; proxy-2 plus the constant
 #: block sizes dma_bytes and alloc_bytes.
-SCHEMA_VERSION = "proxy-4"
+SCHEMA_VERSION = "proxy-5"
 DEFAULT_LOOP_WEIGHT = 10.0
 OTHER = "other"
 
@@ -150,11 +151,12 @@ def default_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
     return FeatureSchema(tuple(names), SCHEMA_VERSION, loop_weight)
 
 
-#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-3 is
+#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-4 is
+#: dpu-3 with the proxy's stack-slot inductions (proxy-5; the DPU's own facts have none); dpu-3 is
 #: dpu-2 with the weighted families weighted by trip counts; dpu-2 is dpu-1 plus the constant
 #: block sizes dma_bytes and alloc_bytes.
-DPU_SCHEMA_VERSION = "dpu-3"
-DPU_OPS_SCHEMA_VERSION = "dpu-3-ops"
+DPU_SCHEMA_VERSION = "dpu-4"
+DPU_OPS_SCHEMA_VERSION = "dpu-4-ops"
 #: The DPU call vocabulary: the runtime routines plus the SDK's 32-bit division entry points.
 DPU_RUNTIME_ROUTINES: tuple[str, ...] = (*RUNTIME_ROUTINES, "__div32", "__udiv32")
 DPU_SCALARS: tuple[str, ...] = tuple(s for s in SCALARS if s != "text_instructions")

@@ -37,6 +37,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from cnmtune.costmodel.learn.samples import CONFIG_COLUMNS
+
 #: The DPU revolver pipeline: one tasklet issues at most every this many cycles.
 REVOLVER_PERIOD = 11
 #: MRAM DMA cost alpha + beta * bytes, cycles (read, write) and cycles per byte.
@@ -88,7 +90,7 @@ def count_mask(columns: Sequence[str]) -> torch.Tensor:
 class LogCounts(nn.Module):
     """``log1p(max(x, 0))`` on count columns, identity on the configuration columns."""
 
-    def __init__(self, n_inputs: int, n_config: int = 4):
+    def __init__(self, n_inputs: int, n_config: int = len(CONFIG_COLUMNS)):
         super().__init__()
         # Default: the input contract puts the configuration columns last; configure() reads names.
         mask = torch.ones(n_inputs)

@@ -1,10 +1,12 @@
 """Training samples: the store's training view as arrays, with the L2P splits.
 
 A sample is one (binary, DPUs, tasklets, size) run. Its input row is the binary's feature
-vector under a feature schema followed by ``CONFIG_COLUMNS``: DPUs, tasklets, the size the DPUs
-process (the nominal size after the host's padding, ``Workload.processed_size``: PrIM's TS pads a
-small series to DPUs x tasklets x 256 elements) and the DPU launches one run of the kernel's host
-program makes (MLP launches GEMV's binary once per layer), all as log2; its targets are
+vector under a feature schema followed by ``CONFIG_COLUMNS``: DPUs, tasklets, the nominal size,
+the size the DPUs process (the nominal size after the host's padding, ``Workload.processed_size``:
+PrIM's TS pads a small series to DPUs x tasklets x 256 elements) and the DPU launches one run of
+the kernel's host program makes (MLP launches GEMV's binary once per layer), all as log2. Both
+sizes: the time follows the processed size, the speedup target's baseline the nominal one. Its
+targets are
 ``log(kernel seconds)`` and ``log(speedup)`` over the (O0, fewest DPUs, 1 tasklet) baseline, in
 ``TARGETS`` order. Rows without a speedup (no baseline run of their kernel, size and simulator
 config) are dropped entirely, so every sample has both targets and one split serves every
@@ -29,8 +31,8 @@ from cnmtune.store import Store
 from cnmtune.table_file import read_parquet
 
 #: Configuration columns appended to the schema's features, part of a model's input contract.
-CONFIG_COLUMNS: tuple[str, ...] = ("cfg:log2_dpus", "cfg:log2_tasklets", "cfg:log2_processed_size",
-                                   "cfg:log2_launches")
+CONFIG_COLUMNS: tuple[str, ...] = ("cfg:log2_dpus", "cfg:log2_tasklets", "cfg:log2_size",
+                                   "cfg:log2_processed_size", "cfg:log2_launches")
 #: Target names, in the column order of ``SampleSet.y`` (both natural logs).
 TARGETS: tuple[str, ...] = ("runtime", "speedup")
 #: The L2P split per kernel: train : validation : test.
@@ -43,10 +45,11 @@ def input_columns(schema: FeatureSchema) -> tuple[str, ...]:
 
 
 def input_matrix(features: Sequence[Mapping[str, float]], dpus: Sequence[int],
-                 tasklets: Sequence[int], processed_sizes: Sequence[int], launches: Sequence[int],
-                 schema: FeatureSchema, labels: Sequence[str] | None = None) -> np.ndarray:
+                 tasklets: Sequence[int], sizes: Sequence[int], processed_sizes: Sequence[int],
+                 launches: Sequence[int], schema: FeatureSchema,
+                 labels: Sequence[str] | None = None) -> np.ndarray:
     """Model inputs (float32, ``[n, len(input_columns(schema))]``) from feature dicts and run
-    configurations (``processed_sizes``: ``Workload.processed_size`` of each run).
+    configurations (``sizes``: nominal; ``processed_sizes``: ``Workload.processed_size`` of each run).
 
     Raises SchemaMismatch when a feature dict does not follow ``schema`` and FeatureError on a
     NaN or infinite value; ``labels`` name the rows in that message.
@@ -58,7 +61,7 @@ def input_matrix(features: Sequence[Mapping[str, float]], dpus: Sequence[int],
             raise SchemaMismatch(f"{_label(labels, i)}: features do not follow schema "
                                  f"{schema.version} ({schema.hash})")
         values[i] = np.fromiter(feats.values(), dtype=np.float64, count=len(schema))
-    return _inputs(values, (dpus, tasklets, processed_sizes, launches), schema, labels)
+    return _inputs(values, (dpus, tasklets, sizes, processed_sizes, launches), schema, labels)
 
 
 def _inputs(values: np.ndarray, configs: tuple[Sequence[int], ...], schema: FeatureSchema,
@@ -266,7 +269,7 @@ def _from_parquet(path: Path, schema: FeatureSchema) -> SampleSet:
     values = np.column_stack([table.column(f"f.{n}").to_numpy(zero_copy_only=False).astype(np.float64)[keep]
                               for n in names])
     processed, launches = _declared(col["kernel"], col["defines"], col["size"], col["dpus"], col["tasklets"])
-    X = _inputs(values, (col["dpus"], col["tasklets"], processed, launches), schema, labels)
+    X = _inputs(values, (col["dpus"], col["tasklets"], col["size"], processed, launches), schema, labels)
     with np.errstate(divide="ignore", invalid="ignore"):
         y = np.log(np.column_stack([col["kernel_seconds"], col["speedup"]]).astype(np.float64))
     bad = np.flatnonzero(~np.isfinite(y).all(axis=1))
@@ -310,7 +313,7 @@ def _from_store(store: Store, schema: FeatureSchema) -> SampleSet:
     labels = [f"{r.kernel}[{r.pipeline}, {r.dpus} DPUs, {r.tasklets} tasklets, size {r.size}]" for r in kept]
     processed, launches = _declared(*zip(*((r.kernel, r.defines, r.size, r.dpus, r.tasklets) for r in kept)))
     X = input_matrix([r.features for r in kept], [r.dpus for r in kept], [r.tasklets for r in kept],
-                     processed, launches, schema, labels)
+                     [r.size for r in kept], processed, launches, schema, labels)
     y = np.log(np.array([[r.kernel_seconds, r.speedup] for r in kept], dtype=np.float64))
     bad = np.flatnonzero(~np.isfinite(y).all(axis=1))
     if len(bad):

@@ -135,7 +135,8 @@ def _score(candidates: list[AppCandidate], elves: list[Path], model: str | None,
     path, cost_model = load_model(model, schema)
     features = [dict(zip(schema.names, map(float, model_features(elf).vector(schema)))) for elf in elves]
     n = len(elves)
-    X = input_matrix(features, [report.nr_dpus] * n, [report.tasklets] * n, [size] * n, [report.launches] * n, schema)
+    X = input_matrix(features, [report.nr_dpus] * n, [report.tasklets] * n, [size] * n, [size] * n,
+                     [report.launches] * n, schema)
     predicted = cost_model.predict(X).runtime_s
     if predicted is None:
         raise CnmtuneError(f"{path} predicts no runtime; the tuner ranks by predicted kernel time")

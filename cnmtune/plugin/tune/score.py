@@ -35,11 +35,12 @@ def load_model(model: str | None, schema: FeatureSchema) -> tuple[Path, CostMode
 
 
 def predict(model: CostModel, path: Path, candidates: Sequence[Candidate], features: Sequence[dict[str, float]],
-            declared: Sequence[tuple[int, int]], schema: FeatureSchema) -> np.ndarray:
-    """Set every candidate's predicted time (``declared``: each one's processed size and DPU
-    launches per run); returns the model's input rows (one per candidate)."""
+            size: int, declared: Sequence[tuple[int, int]], schema: FeatureSchema) -> np.ndarray:
+    """Set every candidate's predicted time (``size``: the nominal size; ``declared``: each one's
+    processed size and DPU launches per run); returns the model's input rows (one per candidate)."""
     X = input_matrix(features, [c.dpus for c in candidates], [c.tasklets for c in candidates],
-                     [size for size, _ in declared], [launches for _, launches in declared], schema)
+                     [size] * len(candidates), [processed for processed, _ in declared],
+                     [launches for _, launches in declared], schema)
     predicted = model.predict(X).runtime_s
     if predicted is None:
         raise ModelError(f"{path} predicts no runtime; the tuner ranks by predicted kernel time")

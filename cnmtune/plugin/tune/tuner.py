@@ -237,7 +237,7 @@ class _Search:
                     self.pool[self.by_binary[(rec.elf_hash, dpus)]]
         start = time.perf_counter()
         if new:
-            rows = predict(self.model, self.model_path, [c for c, _ in new], [f for _, f in new],
+            rows = predict(self.model, self.model_path, [c for c, _ in new], [f for _, f in new], self.size,
                            [self.declared(c) for c, _ in new], self.schema)
             self.rows.extend(rows)
             if self.transfers is not None:

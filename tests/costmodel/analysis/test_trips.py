@@ -115,3 +115,18 @@ def test_a_pointer_walking_a_block_to_its_end_weighs_the_block_over_the_step():
     assert weights([("addi", "a0", "s0", 0), ("addi", "a2", "s0", 64),
                     "loop:", ("lw", "a1", "a0", 0), ("addi", "a0", "a0", 4), ("add", "s0", "s0", "a1"),
                     ("bne", "a0", "a2", "loop"), ("ret",)]) == [1, 1, W, W, W, W, 1]
+
+
+def test_a_counter_kept_in_a_stack_slot_is_an_induction():
+    # -O0: i = 0; while (i < 64) i++; the counter and the bound go through memory and registers
+    assert weights([("addi", "t0", "zero", 0), ("sw", "t0", "s0", -20),
+                    "loop:", ("lw", "t0", "s0", -20), ("addi", "t1", "zero", 64), ("bge", "t0", "t1", "end"),
+                    ("lw", "t0", "s0", -20), ("addi", "t0", "t0", 1), ("sw", "t0", "s0", -20),
+                    ("jal", "zero", "loop"),
+                    "end:", ("ret",)]) == [1, 1] + [64] * 7 + [1]
+    # the bound in another slot, set from a constant before the loop; the step of 2
+    assert weights([("sw", "zero", "s0", -20), ("addi", "t0", "zero", 10), ("sw", "t0", "s0", -24),
+                    "loop:", ("lw", "t0", "s0", -20), ("lw", "t1", "s0", -24), ("bge", "t0", "t1", "end"),
+                    ("lw", "t0", "s0", -20), ("addi", "t0", "t0", 2), ("sw", "t0", "s0", -20),
+                    ("jal", "zero", "loop"),
+                    "end:", ("ret",)]) == [1, 1, 1] + [5] * 7 + [1]

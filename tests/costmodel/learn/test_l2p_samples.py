@@ -23,7 +23,8 @@ def test_arrays_follow_the_store(samples, l2p_db):
     assert samples.X.dtype == np.float32 and samples.y.dtype == np.float32 and samples.y.shape == (len(rows), 2)
     first = rows[0]
     np.testing.assert_allclose(samples.X[0, :len(schema)], list(first.features.values()), rtol=1e-6)
-    np.testing.assert_allclose(samples.X[0, len(schema):], np.log2([first.dpus, first.tasklets, first.size, 1]))
+    # va and red pad nothing: their processed size is the nominal one
+    np.testing.assert_allclose(samples.X[0, len(schema):], np.log2([first.dpus, first.tasklets, first.size, first.size, 1]))
     np.testing.assert_allclose(samples.y[0], np.log([first.kernel_seconds, first.speedup]), rtol=1e-6)
     assert samples.kernel_names == ["red", "va"]
     assert set(samples.groups) == {("red", first.size), ("va", first.size)}
@@ -111,9 +112,9 @@ def test_nan_feature_is_refused_with_its_sample_and_column(l2p_db, tmp_path):
 def test_input_matrix_refuses_foreign_feature_names():
     schema = model_schema()
     with pytest.raises(SchemaMismatch, match="do not follow schema"):
-        input_matrix([{"op:add": 1.0}], [1], [1], [1024], [1], schema)
+        input_matrix([{"op:add": 1.0}], [1], [1], [1024], [1024], [1], schema)
     with pytest.raises(FeatureError, match="cfg:log2_dpus is -inf"):
-        input_matrix([dict.fromkeys(schema.names, 0.0)], [0], [1], [1024], [1], schema)
+        input_matrix([dict.fromkeys(schema.names, 0.0)], [0], [1], [1024], [1024], [1], schema)
 
 
 # -- Parquet exports (the shipped reference dataset) and the split by binary ------------------

@@ -20,7 +20,7 @@ from cnmtune.costmodel.learn.prior import (
     AnalyticalPrior,
     LogCounts,
 )
-from cnmtune.costmodel.learn.samples import input_columns
+from cnmtune.costmodel.learn.samples import CONFIG_COLUMNS, input_columns
 from cnmtune.costmodel.analysis.schema import default_schema
 from cnmtune.costmodel.learn.scorer import Scorer
 from cnmtune.costmodel.learn.training import predict, train
@@ -31,7 +31,8 @@ COLUMNS = input_columns(default_schema())
 def row(dpus: int, tasklets: int, size: int, launches: int = 1, **features: float) -> torch.Tensor:
     x = torch.zeros(1, len(COLUMNS))
     for name, value in {**features, "cfg:log2_dpus": math.log2(dpus), "cfg:log2_tasklets": math.log2(tasklets),
-                        "cfg:log2_processed_size": math.log2(size), "cfg:log2_launches": math.log2(launches)}.items():
+                        "cfg:log2_size": math.log2(size), "cfg:log2_processed_size": math.log2(size),
+                        "cfg:log2_launches": math.log2(launches)}.items():
         x[0, COLUMNS.index(name)] = value
     return x
 
@@ -43,7 +44,7 @@ def test_log_counts_leaves_the_configuration_columns_alone():
     out = layer(x)[0]
     assert out[COLUMNS.index("op:add")].item() == pytest.approx(math.log(100.0))
     assert out[COLUMNS.index("wop:add")].item() == pytest.approx(math.log1p(1e6))
-    assert out[-4:].tolist() == pytest.approx([2.0, 4.0, 10.0, 3.0])
+    assert out[-5:].tolist() == pytest.approx([2.0, 4.0, 10.0, 10.0, 3.0])
     assert layer(-x)[0, COLUMNS.index("op:add")].item() == 0.0  # negative counts are clamped
     default = LogCounts(len(COLUMNS))  # without names: the contract puts the configuration last
     assert torch.equal(default.mask, layer.mask)
@@ -67,7 +68,7 @@ def test_prior_follows_the_revolver_and_dma_formulas():
     assert c[0] > c[1] > c[2] > c[3] == pytest.approx(c[2] - math.log(11 / 8), rel=1e-5)
     assert c[4] == pytest.approx(c[3], rel=1e-5)
     with pytest.raises(ValueError, match="cfg:log2_dpus"):
-        prior.configure(COLUMNS[:-4])
+        prior.configure(COLUMNS[:-len(CONFIG_COLUMNS)])
 
 
 def test_block_prior_prices_dma_at_the_kernels_block_size():
