@@ -30,6 +30,10 @@ zero, one, lneg, mneg, id, id2, id4, id8 (24-31), which only ``ra`` can name.
   with a destination ``rc`` branches on its result, compared with 0. Other branches (a pair's
   result, a discarded ``z`` result, ``subc``, acquire/release/boot) compare nothing known.
 
+- **stack slots**: a word of the frame (``r22`` plus an offset) is a register of its own
+  (cnmtune.costmodel.analysis.stack_slots), so an -O0 counter is an induction; a store writes
+  its ``rb`` or its immediate.
+
 Immediates are sign-extended from the width of their field, as the UPMEM objdump prints them
 (shared/upmem/objdump_sample.txt: ``add r23, r23, -1, true, ...`` in 8 bits, ``sb r0, 0, -1``,
 ``and r0, r2, -2048`` in 32).
@@ -41,10 +45,12 @@ import re
 from dataclasses import dataclass
 
 from cnmtune.costmodel.analysis.dpu_isa import DpuForm, encoding_table
-from cnmtune.costmodel.analysis.dpu_program import BRANCH, DpuProgram
+from cnmtune.costmodel.analysis.dpu_program import BRANCH, PLAIN, DpuProgram
+from cnmtune.costmodel.analysis.stack_slots import add_stack_slots
 from cnmtune.costmodel.analysis.trips import LoopFacts
 
 _ZERO, _ONE = 24, 25
+_FRAME = (22,)  # the stack pointer
 _READ_AS = {_ZERO: 0, _ONE: 1}  # constant registers a compare or move reads as their value
 _MEMORY = re.compile(r"(?:l(?:b[su]|h[su]|w|d)|s[bhwd](?:_id)?)(?:\.[su])?")
 _WIDTH = {"b": 1, "h": 2, "w": 4, "d": 8}
@@ -62,6 +68,7 @@ class _Facts:
     mem_base: int = -1
     mem_width: int = 0
     mem_offset: int = 0
+    stored: tuple[int | None, int] | None = None
     compare: tuple[int, int | None, int | None] | None = None
 
 
@@ -75,11 +82,13 @@ def dpu_loop_facts(program: DpuProgram) -> LoopFacts:
     facts = [_NEUTRAL if pad or k < 0 else _facts(table.forms[k], word, flow == BRANCH)
              for k, word, flow, pad in zip(program.forms.tolist(), program.words.tolist(),
                                            program.flow.tolist(), program.padding.tolist())]
-    return LoopFacts(writes=[f.writes for f in facts], self_add=[f.self_add for f in facts],
+    loop_facts = LoopFacts(writes=[f.writes for f in facts], self_add=[f.self_add for f in facts],
                      constant=[f.constant for f in facts], add_imm=[f.add_imm for f in facts],
                      mem_base=[f.mem_base for f in facts],
                      mem_width=[f.mem_width for f in facts], mem_offset=[f.mem_offset for f in facts],
                      compare=[f.compare for f in facts])
+    add_stack_slots(loop_facts, _FRAME, [f.stored for f in facts], (program.flow != PLAIN).tolist(), _READ_AS)
+    return loop_facts
 
 
 def _facts(form: DpuForm, word: int, branch: bool) -> _Facts:
@@ -96,8 +105,11 @@ def _facts(form: DpuForm, word: int, branch: bool) -> _Facts:
     else:
         writes = ()
     if _MEMORY.fullmatch(form.mnemonic):
+        stored = None
+        if form.mnemonic.startswith("s"):
+            stored = (form.operand(word, "rb"), 0) if "rb" in ops else (None, imm) if imm is not None else None
         return _Facts(writes, mem_base=ra, mem_width=_WIDTH[form.mnemonic[1]],
-                      mem_offset=_signed(form, word, "off") if "off" in ops else 0)
+                      mem_offset=_signed(form, word, "off") if "off" in ops else 0, stored=stored)
     if not writes:
         return _Facts(compare=_operand_compare(form, word, ra, imm) if branch and operation == "sub"
                       else None)

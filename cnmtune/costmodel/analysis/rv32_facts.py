@@ -4,7 +4,7 @@
 ``addi r, x0, c`` and ``lui r, c`` set constants; loads and stores give their base register,
 width (lb/lbu/sb 1, lh/lhu/sh 2, lw/sw 4) and offset; a conditional branch compares rs1 with
 rs2, x0 read as the immediate 0. Writes to x0 are no writes. Words of the stack frame (``sp`` or
-``s0`` plus an offset) count as registers of their own (``_stack_slots``).
+``s0`` plus an offset) count as registers of their own (cnmtune.costmodel.analysis.stack_slots).
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ import numpy as np
 from cnmtune.costmodel.analysis.rv32_isa import (OP_AUIPC, OP_BRANCH, OP_IMM, OP_JAL, OP_JALR, OP_LOAD, OP_LUI,
                                                  OP_REG, OP_STORE, OP_SYSTEM)
 from cnmtune.costmodel.analysis.rv32_program import Program
+from cnmtune.costmodel.analysis.stack_slots import add_stack_slots
 from cnmtune.costmodel.analysis.trips import LoopFacts
 
 _WRITES_RD = (OP_LUI, OP_AUIPC, OP_JAL, OP_JALR, OP_LOAD, OP_IMM, OP_REG, OP_SYSTEM)
 _LOAD_WIDTH = np.array([1, 2, 4, 0, 1, 2, 0, 0])  # by funct3: lb, lh, lw, -, lbu, lhu
 _STORE_WIDTH = np.array([1, 2, 4, 0, 0, 0, 0, 0])  # sb, sh, sw
-_SP, _FP = 2, 8
-#: Register numbers of stack slots start here (above every ISA register).
-SLOT_BASE = 64
+_FRAME = (2, 8)  # sp, s0
 
 
 def rv32_loop_facts(program: Program) -> LoopFacts:
@@ -48,64 +47,7 @@ def rv32_loop_facts(program: Program) -> LoopFacts:
         mem_offset=np.where(opcode == OP_LOAD, imm_i, np.where(opcode == OP_STORE, imm_s, 0)).tolist(),
         compare=[None if not b else (a, None, 0) if c == 0 else (c, None, 0) if a == 0 else (a, c, None)
                  for b, a, c in zip(branch.tolist(), rs1.tolist(), rs2.tolist())])
-    _stack_slots(facts, opcode.tolist(), rd.tolist(), rs1.tolist(), rs2.tolist(), funct3.tolist(),
-                 imm_i.tolist(), imm_s.tolist(), (signed & ~0xFFF).tolist())
+    stores = (opcode == OP_STORE) & (funct3 == 2)
+    add_stack_slots(facts, _FRAME, [(r, 0) if k else None for r, k in zip(rs2.tolist(), stores.tolist())],
+                    (branch | (opcode == OP_JAL) | (opcode == OP_JALR)).tolist(), {0: 0})
     return facts
-
-
-def _stack_slots(facts: LoopFacts, opcode, rd, rs1, rs2, funct3, imm_i, imm_s, imm_u) -> None:
-    """Stack-slot words as registers of their own (``SLOT_BASE`` up), so a counter kept in memory
-    (-O0: ``lw a0, -20(s0); addi a0, a0, 1; sw a0, -20(s0)``) is an induction like a register.
-
-    One pass tracks, between control transfers, registers holding a slot's word plus a constant
-    or a constant; a word store to a slot then writes the slot (a self-add, a constant or another
-    slot plus a constant), and a branch on registers loaded from slots compares the slots."""
-    known: dict[int, tuple[int | None, int]] = {}  # register -> (slot or None for a constant, addend)
-
-    def slot(i: int, offset: int) -> int | None:
-        return SLOT_BASE + (rs1[i] << 12) + (offset & 0xFFF) if rs1[i] in (_SP, _FP) and funct3[i] == 2 else None
-
-    def value(r: int) -> tuple[int | None, int] | None:
-        return (None, 0) if r == 0 else known.get(r)
-
-    for i, op in enumerate(opcode):
-        if op == OP_LOAD and (s := slot(i, imm_i[i])) is not None and rd[i]:
-            known[rd[i]] = (s, 0)
-        elif op == OP_IMM and funct3[i] == 0 and rd[i] and (v := value(rs1[i])) is not None:
-            known[rd[i]] = (v[0], v[1] + imm_i[i])
-        elif op == OP_LUI and rd[i]:
-            known[rd[i]] = (None, imm_u[i])
-        elif op == OP_STORE and (s := slot(i, imm_s[i])) is not None:
-            facts.writes[i] = (s,)
-            v = value(rs2[i])
-            if v is not None and v[0] is None:
-                facts.constant[i] = v[1]
-            elif v is not None and v[0] == s:
-                facts.self_add[i] = v[1]
-            elif v is not None:
-                facts.add_imm[i] = v
-        elif op == OP_BRANCH:
-            a, b = value(rs1[i]), value(rs2[i])
-            if any(v is not None and v[0] is not None and v[1] == 0 for v in (a, b)):
-                facts.compare[i] = _slot_compare(a, b, rs1[i], rs2[i])
-            known.clear()
-        elif op in (OP_JAL, OP_JALR):
-            known.clear()
-        elif rd[i] and op in _WRITES_RD:
-            known.pop(rd[i], None)
-
-
-def _slot_compare(a, b, ra: int, rb: int) -> tuple[int, int | None, int | None] | None:
-    """A branch's compare with operands read as slots or constants where known."""
-    def operand(v, r):
-        if v is not None and v[0] is not None and v[1] == 0:
-            return v[0], None
-        if v is not None and v[0] is None:
-            return None, v[1]
-        return r, None
-    (x, xi), (y, yi) = operand(a, ra), operand(b, rb)
-    if x is None and y is None:
-        return None
-    if x is None:
-        return y, None, xi
-    return (x, None, yi) if y is None else (x, y, None)

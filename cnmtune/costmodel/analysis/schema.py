@@ -40,7 +40,7 @@ from cnmtune.costmodel.analysis.dpu_isa import encoding_table
 from cnmtune.costmodel.analysis.rv32_isa import RV32I_MNEMONICS
 from cnmtune.errors import SchemaMismatch
 
-#: proxy-5: trip counts also of loops whose counter lives in a stack slot (-O0).
+#: proxy-5: trip counts also of loops whose counter lives in a stack slot (-O0; stack_slots).
 #: proxy-4: the weighted families weighted by trip counts (proxy-3: ``loop_weight ** depth``).
 #: proxy-3: no ecall families, runtime services as call columns, iram_instructions = kernel +
 #: runtime (the IRAM charge) and text_instructions = all of .text; proxy-2 plus the constant
@@ -152,7 +152,7 @@ def default_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
 
 
 #: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-4 is
-#: dpu-3 with the proxy's stack-slot inductions (proxy-5; the DPU's own facts have none); dpu-3 is
+#: dpu-3 with stack-slot inductions (cnmtune.costmodel.analysis.stack_slots); dpu-3 is
 #: dpu-2 with the weighted families weighted by trip counts; dpu-2 is dpu-1 plus the constant
 #: block sizes dma_bytes and alloc_bytes.
 DPU_SCHEMA_VERSION = "dpu-4"

@@ -18,8 +18,10 @@ to itself, that a conditional branch of the loop compares against a loop-invaria
   ``addi 16``). Its body is counted k times and its factor is k times smaller, so the unrolled
   loop weighs what its work is, less the loop overhead it removed. Without such accesses k = 1:
   a loop stepping a block or a stride keeps ``loop_weight``.
-- **No induction found** (a loop on a condition, a linked walk, a loop at -O0 whose counter
-  lives in memory): the factor is ``loop_weight``, the constant weight of before.
+- **No induction found** (a loop on a condition, a linked walk): the factor is
+  ``loop_weight``, the constant weight of before. A counter kept in a word of the stack frame
+  (-O0) is an induction: each ISA's facts name frame words as registers of their own
+  (cnmtune.costmodel.analysis.stack_slots).
 
 A factor is kept as (power, scale), the factor being ``scale * loop_weight ** power``, so the
 weights of any ``loop_weight`` follow from one analysis: (0, trip count), (1, 1 / k) or (1, 1).

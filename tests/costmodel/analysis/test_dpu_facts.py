@@ -9,6 +9,7 @@ from cnmtune.costmodel.analysis.dpu_facts import dpu_loop_facts
 from cnmtune.costmodel.analysis.dpu_program import decode_dpu
 from cnmtune.costmodel.analysis.elf import load_dpu_elf
 from cnmtune.costmodel.analysis.frontend import decode
+from cnmtune.costmodel.analysis.stack_slots import SLOT_BASE
 from dpu_asm import Asm, write_dpu_elf
 
 SAMPLE = Path(__file__).parent / "data" / "dpu_objdump_sample.txt"
@@ -127,6 +128,25 @@ def test_the_loops_weigh_their_trip_counts():
     assert p.loop_scale[counted:after].tolist() == [16.0] * 4 + [1.0] * 4 + [10.0] * 2 + [1.0]
 
 
+def test_a_counter_kept_in_the_stack_frame_weighs_its_trip_count():
+    """-O0 as the UPMEM compiler emits it: ``i = 0`` stored to a word of the frame (r22), then
+    load, add, store, and a branch on the reloaded word: the word is the induction, 16 trips."""
+    a = Asm.calling_main()
+    a.func("main")
+    a("SWrii", ra="r22", off=-12, imm=0)
+    a.label("loop")
+    a("LWrri", rc="r0", ra="r22", off=-12)
+    a("ADDrri", rc="r0", ra="r0", imm=1)
+    a("SWrir", ra="r22", off=-12, rb="r0")
+    a("LWrri", rc="r1", ra="r22", off=-12)
+    a("JLTUrii", ra="r1", imm=16, pc="loop")
+    a("JUMPr", ra="r23")
+    p = decode(a.elf())
+    loop = a.index("loop")
+    assert p.loop_power[loop:loop + 5].tolist() == [0] * 5
+    assert p.loop_scale[loop - 1:loop + 6].tolist() == [1.0] + [16.0] * 5 + [1.0]
+
+
 def sample() -> dict[str, int]:
     """The sample's words by the text objdump printed."""
     lines = [line.split("|") for line in SAMPLE.read_text().splitlines()]
@@ -162,7 +182,7 @@ BODY = {
     "sb r0, 0, -1": ((), 0, None, 0, 1, None),
     "sb r2, 0, r1": ((), 0, None, 2, 1, None),
     "sw zero, 40, r0": ((), 0, None, ZERO, 4, None),
-    "sw r22, -44, r0": ((), 0, None, 22, 4, None),
+    "sw r22, -44, r0": ((SLOT_BASE,), 0, None, 22, 4, None),  # a word of the frame: a slot
     "lbu r2, r0, -1": ((2,), 0, None, 0, 1, None),
     "ld d0, zero, 472": ((0, 1), 0, None, ZERO, 8, None),
     "ld d20, r22, -96": ((20, 21), 0, None, 22, 8, None),

@@ -61,8 +61,8 @@ def test_a_loop_stepping_a_block_or_a_stride_keeps_the_constant_weight():
                     ("addi", "t0", "t0", -2), ("bne", "t0", "zero", "loop"), ("ret",)]) == [W / 2] * 5 + [1]
 
 
-def test_a_loop_without_a_register_induction_keeps_the_constant_weight():
-    # -O0: the counter lives on the stack (load, add, store), so no register is stepped
+def test_a_loop_without_a_constant_bound_or_an_induction_keeps_the_constant_weight():
+    # -O0: the counter lives in a stack slot (load, add, store), the bound in a register set outside
     assert weights(["loop:", ("lw", "t0", "s0", -12), ("addi", "t0", "t0", 1), ("sw", "t0", "s0", -12),
                     ("lw", "t0", "s0", -12), ("blt", "t0", "a2", "loop"), ("ret",)]) == [W] * 5 + [1]
     # a bound the loop writes is not a bound
