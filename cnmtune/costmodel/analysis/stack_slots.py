@@ -17,7 +17,7 @@ trip-count analysis (cnmtune.costmodel.analysis.trips) then reads like any regis
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from cnmtune.costmodel.analysis.trips import LoopFacts
 
@@ -25,6 +25,7 @@ from cnmtune.costmodel.analysis.trips import LoopFacts
 SLOT_BASE = 64
 #: A value as the pass knows it: (slot or None for a constant, addend).
 _Value = tuple[int | None, int]
+_Lookup = Callable[[int], _Value | None]
 
 
 def add_stack_slots(facts: LoopFacts, frame: Collection[int], stored: Sequence[_Value | None],
@@ -77,7 +78,7 @@ def _store(facts: LoopFacts, i: int, slot: int, v: _Value | None) -> None:
         facts.add_imm[i] = v
 
 
-def _written(facts: LoopFacts, i: int, value) -> _Value | None:
+def _written(facts: LoopFacts, i: int, value: _Lookup) -> _Value | None:
     """What instruction ``i`` writes as a slot plus a constant or a constant, None if neither."""
     if facts.constant[i] is not None:
         return None, facts.constant[i]
@@ -92,7 +93,7 @@ def _written(facts: LoopFacts, i: int, value) -> _Value | None:
 
 
 def _slot_compare(compare: tuple[int, int | None, int | None],
-                  value) -> tuple[int, int | None, int | None] | None:
+                  value: _Lookup) -> tuple[int, int | None, int | None] | None:
     """``compare`` with registers holding a slot's word read as the slot and registers holding a
     constant as the constant; unchanged when no operand holds a slot's word."""
     register, other, immediate = compare
