@@ -83,10 +83,9 @@ def dpu_loop_facts(program: DpuProgram) -> LoopFacts:
              for k, word, flow, pad in zip(program.forms.tolist(), program.words.tolist(),
                                            program.flow.tolist(), program.padding.tolist())]
     loop_facts = LoopFacts(writes=[f.writes for f in facts], self_add=[f.self_add for f in facts],
-                     constant=[f.constant for f in facts], add_imm=[f.add_imm for f in facts],
-                     mem_base=[f.mem_base for f in facts],
-                     mem_width=[f.mem_width for f in facts], mem_offset=[f.mem_offset for f in facts],
-                     compare=[f.compare for f in facts])
+                           constant=[f.constant for f in facts], add_imm=[f.add_imm for f in facts],
+                           mem_base=[f.mem_base for f in facts], mem_width=[f.mem_width for f in facts],
+                           mem_offset=[f.mem_offset for f in facts], compare=[f.compare for f in facts])
     add_stack_slots(loop_facts, _FRAME, [f.stored for f in facts], (program.flow != PLAIN).tolist(), _READ_AS)
     return loop_facts
 

@@ -6,11 +6,10 @@ the size the DPUs process (the nominal size after the host's padding, ``Workload
 PrIM's TS pads a small series to DPUs x tasklets x 256 elements) and the DPU launches one run of
 the kernel's host program makes (MLP launches GEMV's binary once per layer), all as log2. Both
 sizes: the time follows the processed size, the speedup target's baseline the nominal one. Its
-targets are
-``log(kernel seconds)`` and ``log(speedup)`` over the (O0, fewest DPUs, 1 tasklet) baseline, in
-``TARGETS`` order. Rows without a speedup (no baseline run of their kernel, size and simulator
-config) are dropped entirely, so every sample has both targets and one split serves every
-model variant; ``SampleSet.dropped`` counts them.
+targets are ``log(kernel seconds)`` and ``log(speedup)`` over the (O0, fewest DPUs, 1 tasklet)
+baseline, in ``TARGETS`` order. Rows without a speedup (no baseline run of their kernel, size
+and simulator config) are dropped entirely, so every sample has both targets and one split
+serves every model variant; ``SampleSet.dropped`` counts them.
 """
 
 from __future__ import annotations
