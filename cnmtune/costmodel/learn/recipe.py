@@ -22,7 +22,8 @@ TRAIN_DEFAULTS: dict = {"epochs": 300, "patience": 40, "batch_size": 256, "lr": 
 #: Epochs of fine-tuning (``training.finetune``; one Adam step each while the tuning set fits one
 #: minibatch, as 1 % of a kernel does). The paper does not give its count; 100 left the tuning
 #: loss itself at 0.1-0.2 (log units squared) on kernels far from the training set (bs, uni),
-#: still falling fast: 1,000 reach 0.04 and below, in ~10 s on one thread (MODEL.md).
+#: still falling fast: 1,000 reach 0.04 and below, in ~10 s on one thread (MODEL.md). The rate
+#: anneals to 0 over them (cosine), so the last epochs settle instead of oscillating.
 FINETUNE_EPOCHS = 1000
 
 #: Kernels the shipped model (cnmtune/data/l2p.onnx) is not trained on: the transfer targets.

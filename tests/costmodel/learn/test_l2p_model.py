@@ -156,3 +156,17 @@ def test_finetune_on_runtime_only_samples_leaves_the_missing_speedup_out(samples
     with pytest.raises(FeatureError, match="one positive, finite time"):
         runtime_samples(red.X[:2], [1.0, 0.0], "red", red.pipelines[:2], red.dpus[:2], red.tasklets[:2],
                         red.sizes[:2], red.schema)
+
+
+def test_finetune_anneals_its_learning_rate_to_a_standstill(samples):
+    """One minibatch an epoch: the steps shrink to nothing by the last epoch (cosine), so the
+    tuned model is where the descent settled, not a point of Adam's late oscillation."""
+    from cnmtune.costmodel.learn.training import finetune_on
+
+    va = samples.select(["va"])
+    train_set, val_set, _ = va.split(seed=0)
+    base = train(L2PConfig(depth=4, width=32, dropout=0.1), train_set, val_set, epochs=3, seed=0, threads=1).model
+    red = samples.select(["red"]).take(np.arange(16))
+    _, losses = finetune_on(base, red, freeze=2, epochs=40, threads=1)
+    first, last = abs(losses[1] - losses[0]), abs(losses[-1] - losses[-2])
+    assert losses[-1] < losses[0] and last < 0.01 * first
