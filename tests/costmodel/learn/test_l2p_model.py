@@ -101,10 +101,15 @@ def test_corrupt_checkpoint_is_refused(trained, tmp_path):
         load_checkpoint(tmp_path / "missing.pt")
 
 
+def va_base(samples, depth: int, dropout: float, epochs: int):
+    """A small network trained on va for a few epochs: the start of the fine-tuning tests."""
+    train_set, val_set, _ = samples.select(["va"]).split(seed=0)
+    return train(L2PConfig(depth=depth, width=32, dropout=dropout), train_set, val_set, epochs=epochs, seed=0,
+                 threads=1).model
+
+
 def test_finetune_freezes_the_first_six_blocks_and_reports_metrics(samples):
-    va = samples.select(["va"])
-    train_set, val_set, _ = va.split(seed=0)
-    base = train(L2PConfig(depth=8, width=32, dropout=0.1), train_set, val_set, epochs=5, seed=0, threads=1).model
+    base = va_base(samples, depth=8, dropout=0.1, epochs=5)
     before = {k: v.clone() for k, v in base.state_dict().items()}
     red = samples.select(["red"])
     result = finetune(base, red, fraction=0.01, freeze=6, seed=0, epochs=10, threads=1)
@@ -121,9 +126,7 @@ def test_finetune_freezes_the_first_six_blocks_and_reports_metrics(samples):
 
 
 def test_finetune_keeps_batchnorm_statistics_and_drops_dropout_by_default(samples):
-    va = samples.select(["va"])
-    train_set, val_set, _ = va.split(seed=0)
-    base = train(L2PConfig(depth=8, width=32, dropout=0.5), train_set, val_set, epochs=3, seed=0, threads=1).model
+    base = va_base(samples, depth=8, dropout=0.5, epochs=3)
     red = samples.select(["red"])
     fixed = finetune(base, red, fraction=0.01, seed=0, epochs=5, threads=1).model
     moving = finetune(base, red, fraction=0.01, seed=0, epochs=5, threads=1, fixed_statistics=False).model
@@ -140,9 +143,7 @@ def test_finetune_on_runtime_only_samples_leaves_the_missing_speedup_out(samples
     from cnmtune.costmodel.learn.samples import runtime_samples
     from cnmtune.costmodel.learn.training import finetune_on
 
-    va = samples.select(["va"])
-    train_set, val_set, _ = va.split(seed=0)
-    base = train(L2PConfig(depth=4, width=32, dropout=0.1), train_set, val_set, epochs=3, seed=0, threads=1).model
+    base = va_base(samples, depth=4, dropout=0.1, epochs=3)
     red = samples.select(["red"]).take(np.arange(12))
     measured = runtime_samples(red.X, np.exp(red.y[:, 0]), "red", red.pipelines, red.dpus, red.tasklets,
                                red.sizes, red.schema)
@@ -163,9 +164,7 @@ def test_finetune_anneals_its_learning_rate_to_a_standstill(samples):
     tuned model is where the descent settled, not a point of Adam's late oscillation."""
     from cnmtune.costmodel.learn.training import finetune_on
 
-    va = samples.select(["va"])
-    train_set, val_set, _ = va.split(seed=0)
-    base = train(L2PConfig(depth=4, width=32, dropout=0.1), train_set, val_set, epochs=3, seed=0, threads=1).model
+    base = va_base(samples, depth=4, dropout=0.1, epochs=3)
     red = samples.select(["red"]).take(np.arange(16))
     _, losses = finetune_on(base, red, freeze=2, epochs=40, threads=1)
     first, last = abs(losses[1] - losses[0]), abs(losses[-1] - losses[-2])
