@@ -24,19 +24,22 @@ SHDR_DTYPE = np.dtype([("name", "<u4"), ("type", "<u4"), ("flags", "<u4"), ("add
 SYM_DTYPE = np.dtype([("name", "<u4"), ("value", "<u4"), ("size", "<u4"),
                       ("info", "u1"), ("other", "u1"), ("shndx", "<u2")])
 SHT_NULL, SHT_SYMTAB, SHT_NOBITS = 0, 2, 8
+SHF_WRITE = 0x1
 SHF_ALLOC = 0x2
 SHF_EXECINSTR = 0x4
 
 
 @dataclass(frozen=True)
 class Section:
-    """One section header: where it lives in the target's address space and how big it is."""
+    """One section header: where it lives in the target's address space, how big it is, and
+    whether it is loaded (alloc), code (executable) and writable at run time."""
 
     name: str
     address: int
     size: int
     alloc: bool
     executable: bool
+    writable: bool
 
 
 def read_sections(data: bytes, label: str) -> tuple[np.ndarray, tuple[Section, ...]]:
@@ -68,7 +71,8 @@ def read_sections(data: bytes, label: str) -> tuple[np.ndarray, tuple[Section, .
     names = data[names_at:names_at + int(headers["size"][e_shstrndx])]
     sections = tuple(
         Section(string_at(names, int(h["name"]), label), int(h["addr"]), int(h["size"]),
-                bool(h["flags"] & SHF_ALLOC), bool(h["flags"] & SHF_EXECINSTR))
+                bool(h["flags"] & SHF_ALLOC), bool(h["flags"] & SHF_EXECINSTR),
+                bool(h["flags"] & SHF_WRITE))
         for h in headers)
     return headers, sections
 

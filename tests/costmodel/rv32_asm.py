@@ -85,7 +85,7 @@ def program(words: list[int], functions: list[tuple[str, int, int]] | None = Non
             symbols: dict[str, int] | None = None,
             data: dict[int, list[int]] | None = None) -> Program:
     """Disassemble ``words`` at 0x80000000 with functions (name, first index, count) and
-    initialised data memory (address -> words)."""
+    read-only data memory (address -> words)."""
     return decode_rv32(image(words, functions, symbols, data))
 
 
@@ -102,7 +102,7 @@ def image(words: list[int], functions: list[tuple[str, int, int]] | None = None,
     return ElfImage(
         name="synthetic", data=text, machine="riscv32", text_address=BASE, text=text,
         sections=(), labels=(), symbols=dict(symbols or {}), absolute=frozenset(),
-        initialised=tuple((address, struct.pack(f"<{len(w)}I", *w))
+        constant_data=tuple((address, struct.pack(f"<{len(w)}I", *w))
                           for address, w in (data or {}).items()),
         functions=tuple(FunctionSymbol(n, BASE + 4 * first, 4 * count)
                         for n, first, count in spans))

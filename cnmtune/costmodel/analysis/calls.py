@@ -15,13 +15,16 @@ Any other ``jalr`` that links is an indirect call with no callee name; ``ret``
 (``jalr x0, 0(ra)``) and unresolved ``jalr x0`` (returns, jump tables) are not calls.
 
 Constant propagation runs forward over a function's CFG, through registers and stack slots
-and through loads from link-time addresses, which read the word the ELF initialises there
-(``Program.initial_word``). A value read from memory is never itself used as an address to
-read from: a global's address loaded from a constant pool is known, the global's contents are
-not. So a host-written ``__host`` index does not pick an entry of a function table, and a
-function-pointer variable only resolves (to its initial value) when its address is a plain
-``lui``/``auipc`` constant (small code model). A call is assumed to keep the callee-saved
-registers and stack slots and to change any global.
+and through loads from link-time addresses of read-only data, which read the word the ELF
+holds there (``Program.constant_word``). A writable global is not a constant, whatever the
+ELF initialises it to: the host writes a ``__host`` variable before every launch, and the
+program may store to any other. A value read from memory is never itself used as an address
+to read from: a global's address loaded from a constant pool is known, the global's contents
+are not. So a host-written ``__host`` index does not pick an entry of a function table. A
+call is assumed to keep the callee-saved registers, to change any global, and to change the
+stack slots of a frame whose address the function takes (``addi a1, s0, -96``: a loop that
+loop-extract outlined returns its values through such pointers); slots of a frame whose
+address never leaves its base register are kept.
 
 An ecall's service is the constant in a7 when it executes (``li a7, N``, an ``li a7, N``
 hoisted out of a loop and the -O0 spill ``li a0, N; sw a0, off(s0); lw a7, off(s0)`` all
@@ -56,6 +59,7 @@ _Known = tuple[int, bool]
 # _ABSOLUTE keys a slot by its absolute address (a store to a link-time address).
 _State = tuple[dict[int, _Known], dict[tuple[int, int], _Known]]
 _ABSOLUTE = -1
+_FRAME = frozenset({2, 8})  # sp, s0 (the frame pointer)
 _ENTRY: _State = ({0: (0, False)}, {})
 _IMM_OPS = {"addi": lambda a, b: a + b, "xori": lambda a, b: a ^ b,
             "ori": lambda a, b: a | b, "andi": lambda a, b: a & b,
@@ -166,19 +170,37 @@ def _values_before(program: Program, fn: Function, cfg: FunctionCfg,
         by_block.setdefault(cfg.block_of(i - fn.first), {})[i] = reg
     found: dict[int, _Known | None] = {}
     entry: list[_State | None] | None = None
+    clobbered = _clobbered_by_calls(program, fn)
     for b, block_queries in by_block.items():
         start, end = fn.first + cfg.leaders[b], max(block_queries) + 1
-        _propagate(program, start, end, dict(_ENTRY[0]), {}, block_queries, found)
+        _propagate(program, start, end, clobbered, dict(_ENTRY[0]), {}, block_queries, found)
         missing = {i: r for i, r in block_queries.items() if found[i] is None}
         if missing and b:
-            entry = entry or _block_entry_states(program, fn, cfg)
+            entry = entry or _block_entry_states(program, fn, cfg, clobbered)
             state = entry[b]
             if state is not None:
-                _propagate(program, start, end, dict(state[0]), dict(state[1]), missing, found)
+                _propagate(program, start, end, clobbered, dict(state[0]), dict(state[1]), missing, found)
     return found
 
 
-def _block_entry_states(program: Program, fn: Function, cfg: FunctionCfg) -> list[_State | None]:
+def _clobbered_by_calls(program: Program, fn: Function) -> frozenset[int]:
+    """The slot bases whose slots a call may write: ``_ABSOLUTE`` (any global) and each frame
+    register (sp, s0) whose value, plus an offset, the function copies to another register
+    (the address of a local it may pass to the callee)."""
+    f, mnemonics = program.fields, program.mnemonics
+    taken: set[int] = set()
+    for i in range(fn.first, fn.first + fn.count):
+        if f.rd[i] in _FRAME:
+            continue  # the prologue and epilogue moving the frame itself
+        if mnemonics[i] == "addi":
+            taken.update({int(f.rs1[i])} & _FRAME)
+        elif mnemonics[i] == "add":
+            taken.update({int(f.rs1[i]), int(f.rs2[i])} & _FRAME)
+    return frozenset({_ABSOLUTE, *taken})
+
+
+def _block_entry_states(program: Program, fn: Function, cfg: FunctionCfg,
+                        clobbered: frozenset[int]) -> list[_State | None]:
     """Constants known at the entry of each block (None: unreachable), by forward dataflow.
 
     The state at a block's entry keeps the registers and stack slots every visited
@@ -197,7 +219,7 @@ def _block_entry_states(program: Program, fn: Function, cfg: FunctionCfg) -> lis
     while work:
         b = work.pop()
         regs, slots = dict(entry[b][0]), dict(entry[b][1])
-        _propagate(program, fn.first + cfg.leaders[b], ends[b], regs, slots)
+        _propagate(program, fn.first + cfg.leaders[b], ends[b], clobbered, regs, slots)
         exits[b] = (regs, slots)
         for s in succs[b]:
             states = [exits[p] for p in cfg.preds[s] if exits[p] is not None]
@@ -211,11 +233,12 @@ def _block_entry_states(program: Program, fn: Function, cfg: FunctionCfg) -> lis
     return entry
 
 
-def _propagate(program: Program, start: int, end: int, regs: dict[int, _Known],
-               slots: dict[tuple[int, int], _Known], queries: dict[int, int] | None = None,
-               found: dict[int, _Known | None] | None = None) -> None:
-    """Track known registers and slots through instructions [start, end); record in ``found``
-    the value of register ``queries[i]`` before each queried instruction i executes."""
+def _propagate(program: Program, start: int, end: int, clobbered: frozenset[int],
+               regs: dict[int, _Known], slots: dict[tuple[int, int], _Known],
+               queries: dict[int, int] | None = None, found: dict[int, _Known | None] | None = None) -> None:
+    """Track known registers and slots through instructions [start, end), a call forgetting
+    the slots of the ``clobbered`` bases; record in ``found`` the value of register
+    ``queries[i]`` before each queried instruction i executes."""
     f, mnemonics = program.fields, program.mnemonics
     for i in range(start, end):
         if queries and i in queries:
@@ -236,7 +259,7 @@ def _propagate(program: Program, start: int, end: int, regs: dict[int, _Known],
             key = _slot(regs, f.rs1[i], f.imm_i[i])
             value = slots.get(key)
             if value is None and key[0] == _ABSOLUTE:
-                word = program.initial_word(key[1])
+                word = program.constant_word(key[1])
                 value = None if word is None else (word, True)
         elif m in ("sb", "sh", "sw"):
             base, offset = _slot(regs, f.rs1[i], f.imm_s[i])
@@ -247,8 +270,8 @@ def _propagate(program: Program, start: int, end: int, regs: dict[int, _Known],
         if m in ("jal", "jalr") and rd != 0:
             for r in [r for r in regs if r not in _CALLEE_SAVED and r != 0]:
                 del regs[r]
-            for slot in [s for s in slots if s[0] == _ABSOLUTE]:
-                del slots[slot]  # the callee may write any global
+            for slot in [s for s in slots if s[0] in clobbered]:
+                del slots[slot]  # the callee may write any global and the locals it is given
         elif m == "ecall":
             # A service returns in a0/a1 and keeps a7, like an asm statement with a7 as input.
             regs.pop(10, None)

@@ -62,21 +62,21 @@ class ElfImage:
     labels: tuple[FunctionSymbol, ...]
     symbols: dict[str, int]
     absolute: frozenset[str]
-    initialised: tuple[tuple[int, bytes], ...] = ()
+    constant_data: tuple[tuple[int, bytes], ...] = ()
 
     def symbol(self, name: str) -> int | None:
         """The value of a global symbol, or None when the ELF does not define it."""
         return self.symbols.get(name)
 
-    def initial_word(self, address: int) -> int | None:
-        """The word the loader writes at ``address`` (see ``initial_word``)."""
-        return initial_word(self.initialised, address)
+    def constant_word(self, address: int) -> int | None:
+        """The word at ``address`` of the read-only data (see ``constant_word``)."""
+        return constant_word(self.constant_data, address)
 
 
-def initial_word(initialised: tuple[tuple[int, bytes], ...], address: int) -> int | None:
-    """The little-endian word at ``address`` of the initialised data sections
-    ((address, bytes) pairs), or None when no section holds all 4 bytes."""
-    for start, content in initialised:
+def constant_word(constant_data: tuple[tuple[int, bytes], ...], address: int) -> int | None:
+    """The little-endian word at ``address`` of the read-only data sections ((address, bytes)
+    pairs), or None when no section holds all 4 bytes."""
+    for start, content in constant_data:
         offset = address - start
         if 0 <= offset <= len(content) - 4:
             return int.from_bytes(content[offset:offset + 4], "little")
@@ -178,16 +178,19 @@ def _image(data: bytes, label: str, headers: np.ndarray, sections: tuple[Section
     functions, labels, values, absolute = _classify(syms, strings, text, t_addr,
                                                     t_addr + t_size, label)
     t_off = int(headers["offset"][text])
-    # What the loader writes into the data memories (WRAM, MRAM): constant pools and
-    # initialised globals, read when a call target is loaded from a link-time address.
+    # What the loader writes into the data memories (WRAM, MRAM) and nothing changes: constant
+    # pools and const tables, read when a call target or a size is loaded from a link-time
+    # address. A writable section's words hold their initial values only until a store (a
+    # __host variable, .dpu_host, is written by the host before every launch), so they are
+    # not constants.
     stored = (headers["type"] != SHT_NOBITS) & (headers["type"] != SHT_NULL)
-    initialised = tuple(
+    constant_data = tuple(
         (s.address, data[int(h["offset"]):int(h["offset"]) + s.size])
         for s, h, keep in zip(sections, headers, stored.tolist())
-        if keep and s.alloc and not s.executable and s.size)
+        if keep and s.alloc and not s.executable and not s.writable and s.size)
     return ElfImage(name=label, data=data, machine=machine, text_address=t_addr,
                     text=data[t_off:t_off + t_size], sections=sections, functions=functions,
-                    labels=labels, symbols=values, absolute=absolute, initialised=initialised)
+                    labels=labels, symbols=values, absolute=absolute, constant_data=constant_data)
 
 
 def _preferred(aliases: list[tuple[str, bool, int]]) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import capstone
 import numpy as np
 
-from cnmtune.costmodel.analysis.elf import ElfImage, initial_word
+from cnmtune.costmodel.analysis.elf import ElfImage, constant_word
 from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, Function, text_functions
 from cnmtune.costmodel.analysis.rv32_isa import OP_AUIPC, OP_LUI, Fields, decode_fields, normalise
 from cnmtune.errors import ElfError
@@ -45,7 +45,7 @@ class Program:
     function_of: np.ndarray
     padding: np.ndarray
     regions_known: bool
-    initialised: tuple[tuple[int, bytes], ...] = ()
+    constant_data: tuple[tuple[int, bytes], ...] = ()
 
     def address(self, index: int) -> int:
         """The address of instruction ``index``."""
@@ -58,9 +58,9 @@ class Program:
             return None
         return offset // 4
 
-    def initial_word(self, address: int) -> int | None:
-        """The word the ELF initialises at data address ``address`` (None if it does not)."""
-        return initial_word(self.initialised, address)
+    def constant_word(self, address: int) -> int | None:
+        """The word of read-only data at address ``address`` (None if there is none)."""
+        return constant_word(self.constant_data, address)
 
     def function_at(self, index: int) -> Function:
         """The function holding instruction ``index``."""
@@ -104,7 +104,7 @@ def decode_rv32(image: ElfImage) -> Program:
     return Program(name=image.name, text_address=image.text_address, words=words, fields=fields,
                    mnemonics=normalise(fields, capstone_mnemonics), functions=functions,
                    function_of=function_of, padding=padding, regions_known=bounds is not None,
-                   initialised=image.initialised)
+                   constant_data=image.constant_data)
 
 
 def _region(address: int, bounds: dict[str, tuple[int, int]] | None) -> str:

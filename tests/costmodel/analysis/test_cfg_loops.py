@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from cnmtune.costmodel.analysis.callgraph import inlined_weights
-from cnmtune.costmodel.analysis.calls import call_sites, ecall_sites
+from cnmtune.costmodel.analysis.calls import argument_constants, call_sites, ecall_sites
 from cnmtune.costmodel.analysis.cfg import function_cfg, loop_depths
 from rv32_asm import assemble, decoded, program
 
@@ -155,3 +155,19 @@ def test_a_callee_inside_a_loop_inherits_the_call_site_depth():
     assert p.loop_depth.tolist() == [1, 1, 1, 1, 0, 1, 1, 0]
     assert depth.tolist() == [1, 1, 1, 1, 0, 2, 2, 1]
     np.testing.assert_allclose(weights, [10, 10, 10, 10, 1, 100, 100, 10])
+
+
+def test_a_call_forgets_the_stack_slots_whose_address_the_function_passes():
+    # f stores 256 in a local and reloads it as mram_read's size after a call to g. When f
+    # gives g the local's address (a0 = s0 - 20), g may have rewritten it; otherwise not.
+    def size_at_mram_read(pointer_base: str) -> dict[int, int]:
+        words = assemble([("addi", "a2", "zero", 256), ("sw", "a2", "s0", -20),
+                          ("addi", "a0", pointer_base, -20), ("call", 9),
+                          ("lw", "a2", "s0", -20), ("call", 10), ("ret",),
+                          ("ret",),
+                          ("ret",)])
+        p = program(words, [("f", 0, 9), ("g", 9, 1), ("mram_read", 10, 1)])
+        return argument_constants(p, loop_depths(p)[1], call_sites(p), {"mram_read": 12})
+
+    assert size_at_mram_read("t0") == {7: 256}
+    assert size_at_mram_read("s0") == {}

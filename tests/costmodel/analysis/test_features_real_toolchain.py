@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cnmtune.costmodel import Features, default_schema, extract_features, model_features
+from cnmtune.costmodel.analysis.elf import load_elf
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.toolchain import Binary, Variant
 
@@ -140,3 +141,19 @@ def test_block_size_defines_are_features(toolchain, level):
                 for bl in (7, 10)}
     assert features[7].kernel_histogram == features[10].kernel_histogram
     assert [(f.dma_bytes, f.alloc_bytes) for f in features.values()] == [(128, 264), (1024, 2056)]
+
+
+def test_host_written_sizes_are_not_constants(toolchain):
+    """loop-extract leaves bs's last DMA, ``end - (start + BLOCK_BYTES)``, computed from the
+    host-written DPU_INPUT_ARGUMENTS (zero in the ELF's .dpu_host image) and from locals the
+    outlined loop updates through their addresses: neither is a constant, so the largest
+    constant DMA stays the block (256 bytes), not 0 - 256 as an unsigned word."""
+    pipeline = ("mergefunc,constmerge,strip,lower-atomic,loop-rotate,sink,jump-threading,"
+                "loop-extract,globalopt,instcombine")
+    binary = toolchain.compile(Variant.of(find_kernel("bs"), pipeline, 16))
+    image = load_elf(binary.elf_path)
+    writable = {s.name for s in image.sections if s.writable and s.alloc}
+    assert {".data", ".dpu_host"} <= writable and ".rodata" not in writable
+    host = next(s for s in image.sections if s.name == ".dpu_host")
+    assert image.constant_word(host.address) is None
+    assert model_features(binary.elf_path).dma_bytes == 256
