@@ -103,6 +103,6 @@ def image(words: list[int], functions: list[tuple[str, int, int]] | None = None,
         name="synthetic", data=text, machine="riscv32", text_address=BASE, text=text,
         sections=(), labels=(), symbols=dict(symbols or {}), absolute=frozenset(),
         constant_data=tuple((address, struct.pack(f"<{len(w)}I", *w))
-                          for address, w in (data or {}).items()),
+                            for address, w in (data or {}).items()),
         functions=tuple(FunctionSymbol(n, BASE + 4 * first, 4 * count)
                         for n, first, count in spans))
