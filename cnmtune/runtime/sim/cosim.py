@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from cnmtune.dpu.abi import Service
-from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
+from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_OFFSET_MASK, MRAM_SIZE, WRAM_SIZE
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.interpreter import DMA_MAX, DMA_MIN, SEGMENT_OUT_SIZE, EventKind, grown_mram, run_segment
 from cnmtune.runtime.sim.timing import COUNT_CYCLES, COUNT_INSTRUCTIONS, EALREADY, PERF_GRANULARITY, SPIN_SLOTS
@@ -376,14 +376,14 @@ def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_
                 mram_accesses[t] = 0
             if moved:  # _Functional._dma
                 read = action == _A_DMA_READ
-                mram_addr = (a0 if read else a1) & ~7
+                mram_addr = a0 if read else a1
+                offset = mram_addr & MRAM_OFFSET_MASK & ~7
                 wram_addr = (a1 if read else a0) & ~7
                 if (a2 & 7 or not DMA_MIN <= a2 <= DMA_MAX or not 0 <= wram_addr <= WRAM_SIZE - a2
-                        or not MRAM_BASE <= mram_addr <= MRAM_BASE + MRAM_SIZE - a2):
+                        or offset > MRAM_SIZE - a2):
                     info[0], info[1], info[2], info[3], info[4], info[5] = t, pc, read, mram_addr, wram_addr, a2
                     status = DMA_ERROR
                     break
-                offset = mram_addr - MRAM_BASE
                 end = offset + a2
                 if end > mram.shape[0]:
                     mram = grown_mram(mram, end)

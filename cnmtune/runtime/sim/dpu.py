@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
+from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_OFFSET_MASK, MRAM_SIZE, WRAM_SIZE
 from cnmtune.errors import Deadlock, DeviceError, DmaError, SimFault, SimTimeout
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.dpu.abi import Service, fault_name
@@ -342,13 +342,12 @@ class _Functional:
         # PrIM's BS, TRNS and GEMV pass such addresses and verify on UPMEM hardware; TRNS reads
         # `done_array + i` and then tests bit i % 8 of the word, GEMV shifts a block read from an odd
         # row start by the rounding). The SDK's docs state the 8-byte rule; they do not say it faults.
-        mram_addr, wram_addr = mram_addr & ~7, wram_addr & ~7
+        # The MRAM side is decoded as the DPU does (MRAM_OFFSET_MASK): a 0-based offset is legal.
+        offset, wram_addr = mram_addr & MRAM_OFFSET_MASK & ~7, wram_addr & ~7
         if (nbytes & 7 or not DMA_MIN <= nbytes <= DMA_MAX
-                or not 0 <= wram_addr <= WRAM_SIZE - nbytes
-                or not MRAM_BASE <= mram_addr <= MRAM_BASE + MRAM_SIZE - nbytes):
+                or not 0 <= wram_addr <= WRAM_SIZE - nbytes or offset > MRAM_SIZE - nbytes):
             self._dma_error(t, pc, read, mram_addr, wram_addr, nbytes)
         state = self.state
-        offset = mram_addr - MRAM_BASE
         end = offset + nbytes
         if end > len(state.mram):
             state.grow_mram(end)
@@ -364,8 +363,10 @@ class _Functional:
             problem = f"size {nbytes} B (must be a multiple of 8 in 8..2048)"
         elif not 0 <= wram_addr <= WRAM_SIZE - nbytes:
             problem = f"WRAM range {wram_addr:#x}+{nbytes} outside the 64 KiB WRAM"
-        elif not MRAM_BASE <= mram_addr <= MRAM_BASE + MRAM_SIZE - nbytes:
-            problem = f"MRAM range {mram_addr:#x}+{nbytes} outside MRAM [{MRAM_BASE:#x}, {MRAM_BASE + MRAM_SIZE:#x})"
+        else:
+            offset = mram_addr & MRAM_OFFSET_MASK & ~7
+            problem = (f"MRAM range {mram_addr:#x}+{nbytes} (bank offset {offset:#x}) runs past the end of "
+                       f"the {MRAM_SIZE >> 20} MiB MRAM bank")
         raise DmaError(self._where(t, pc, f"{name}: {problem}"))
 
     # ------------------------------------------------------------ messages

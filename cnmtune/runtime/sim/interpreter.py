@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
+from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_OFFSET_MASK, MRAM_SIZE, WRAM_SIZE
 from cnmtune.runtime.sim.program import (
     C_CHARGE, CHARGE_MASK, C_IMM, C_OP, C_RD, C_ROUTINE, C_RS1, C_RS2, C_TARGET, MISALIGNED_TARGET_BASE,
     MISALIGNED_TARGET_LIMIT, DecodedProgram, Op)
@@ -434,9 +434,9 @@ def run_segment(code, text_address, routine_kind, routine_native, t, regs, pcs, 
                 m, w = out[9], out[10]
             else:
                 m, w = out[10], out[9]
-            offset = m - MRAM_BASE
+            offset = m & MRAM_OFFSET_MASK
             if ((n & 7) == 0 and DMA_MIN <= n <= DMA_MAX and ((w | m) & 7) == 0 and 0 <= w <= WRAM_SIZE - n
-                    and MRAM_BASE <= m <= MRAM_BASE + MRAM_SIZE - n and offset + n <= mram.shape[0]):
+                    and offset <= MRAM_SIZE - n and offset + n <= mram.shape[0]):
                 pcs[t] = (out[1] + 4) & 0xFFFFFFFF
                 if a7 == SERVICE_MRAM_READ:
                     wram[w:w + n] = mram[offset:offset + n]

@@ -57,12 +57,31 @@ def test_misaligned_dma_moves_the_aligned_words(launch):
     assert device.copy_from(0, "result", 8) == (0x99aabbccddeeff00).to_bytes(8, "little")
 
 
-def test_dma_outside_mram(launch):
+def test_dma_decodes_the_mram_offset_as_the_dpu_does(launch):
+    """The DMA engine reads an MRAM address's low 26 bits: a 0-based offset (PrIM's BFS passes its
+    host's MRAM heap offsets) reaches the same byte as the 0x08000000-based address."""
+    body = """
+    __dma_aligned uint64_t word, back;
+    __host uint64_t result;
+    int main(void) {
+        word = 0x0123456789abcdefull;
+        mram_write(&word, (__mram_ptr void *)0x08000040u, 8);
+        mram_read((__mram_ptr void *)0x40u, &back, 8);
+        result = back;
+        return 0;
+    }
+    """
+    device = launch(body)
+    assert device.copy_from(0, "result", 8) == (0x0123456789abcdef).to_bytes(8, "little")
+
+
+def test_dma_past_the_end_of_the_mram_bank(launch):
     body = """
     __dma_aligned uint64_t buf[4];
-    int main(void) { mram_read((__mram_ptr void *)(0x08000000u + (64u << 20)), buf, 8); return 0; }
+    int main(void) { mram_read((__mram_ptr void *)(0x08000000u + (64u << 20) - 8), buf, 16); return 0; }
     """
-    with pytest.raises(DmaError, match=r"MRAM range 0xc000000\+8 outside MRAM"):
+    with pytest.raises(DmaError, match=r"mram_read: MRAM range 0xbfffff8\+16 \(bank offset 0x3fffff8\) runs past "
+                                       r"the end of the 64 MiB MRAM bank"):
         launch(body)
 
 
