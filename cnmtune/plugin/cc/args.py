@@ -37,7 +37,10 @@ A C compiler driver for UPMEM DPU kernels that applies tuned pass pipelines (see
                         preprocessor; -DNR_TASKLETS=n (and -DSTACK_SIZE_DEFAULT=b) also at link time
   -O0 -O1 -O2 -O3 -Os -Oz
                         pipeline when the tuning cache has none (default -O2)
-  -std=, -W..., -w, -f..., -pedantic, -x c|assembler-with-cpp, -emit-llvm, -g (no effect)
+  -W..., -w, -pedantic   warnings, shown on stderr; as with the UPMEM SDK's clang, int-conversion,
+                        implicit-function-declaration, implicit-int and incompatible-(function-)
+                        pointer-types are warnings unless -Werror or -Werror=NAME makes them errors
+  -std=, -f..., -x c|assembler-with-cpp, -emit-llvm, -g (no effect)
   -MD -MMD -MF FILE -MT T -MQ T -MP, -M -MM
                         dependency files for make
   -L DIR, -l LIB, -Wl,OPT, -Xlinker OPT

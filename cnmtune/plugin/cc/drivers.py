@@ -73,7 +73,7 @@ class ProxyDriver:
 
     def depfile(self, source: str, target_file: Path, dep_args: list[str]) -> None:
         """Write the make dependency file of `source` (zig cc takes -MD only without -o, so the
-        dependencies are listed by a preprocessor-only run)."""
+        dependencies are listed by a preprocessor-only run; its warnings are the compile's, shown once)."""
         self._run(self._cc(source, [], [*dep_args, "-MF", str(target_file)]))
 
     def compile(self, source: str, kind: str, output: Path, emit: str) -> None:
@@ -109,7 +109,7 @@ class ProxyDriver:
         tasklets, stack = tasklet_config(self.inv.defines)
         with tempfile.TemporaryDirectory(prefix="cnmtune-cc-ld-") as tmp:
             out = Path(tmp) / "out.elf"
-            self._run(self.toolchain.link_args(objects, out, tasklets, stack, self.inv.ld_args))
+            _report(self._run(self.toolchain.link_args(objects, out, tasklets, stack, self.inv.ld_args)))
             try:
                 check_capacity(read_memory_use(out), str(output))
             except CnmtuneError as exc:
@@ -163,7 +163,7 @@ class UpmemDriver:
         _report(proc.stderr.strip())
 
     def depfile(self, source: str, target_file: Path, dep_args: list[str]) -> None:
-        """Write the make dependency file of `source`."""
+        """Write the make dependency file of `source` (its warnings are the compile's, shown once)."""
         inv = self.inv
         self._check([self.clang, *inv.pp_flags, *inv.cc_flags, *dep_args, "-MF", str(target_file), source])
 
@@ -182,13 +182,13 @@ class UpmemDriver:
             opt_args = toolchain.opt.pipeline_args(choose_pipeline(inv, source, self.kind))
             if opt_args:
                 optimized = Path(tmp) / "opt.bc"
-                self._check(toolchain.optimize_args(opt_args, bitcode, optimized))
+                _report(self._check(toolchain.optimize_args(opt_args, bitcode, optimized)))
                 bitcode = optimized
             if emit == "llvm-bc":
                 publish_file(bitcode, output)
                 return
             outputs = {"obj": ["-c"], "asm": ["-S"], "llvm-ll": ["-S", "-emit-llvm"]}[emit]
-            self._check(toolchain.codegen_args([bitcode], out, outputs))
+            _report(self._check(toolchain.codegen_args([bitcode], out, outputs)))
             publish_file(out, output)
 
     def link(self, objects: list[Path], output: Path) -> None:
@@ -198,7 +198,7 @@ class UpmemDriver:
         tasklets, stack = tasklet_config(self.inv.defines)
         with tempfile.TemporaryDirectory(prefix="cnmtune-cc-upmem-ld-") as tmp:
             out = Path(tmp) / "out.elf"
-            self._check(self.toolchain.link_args(objects, out, tasklets, stack, self.inv.link_flags))
+            _report(self._check(self.toolchain.link_args(objects, out, tasklets, stack, self.inv.link_flags)))
             publish_file(out, output)
 
 

@@ -31,9 +31,20 @@ from cnmtune.runtime.toolchain.cache import BuildCache, content_key
 from cnmtune.runtime.toolchain.knob_process import knob_process
 from cnmtune.runtime.toolchain.layout import check_capacity, read_memory_use
 
+# C diagnostics that the UPMEM SDK's clang (10 to 12) only warns about and that newer clang makes
+# errors by default: int-conversion since clang 15, implicit-function-declaration, implicit-int
+# and incompatible-function-pointer-types since clang 16, incompatible-pointer-types since clang 22
+# (their release notes). Public DPU sources rely on them (a uint32_t address passed to
+# mram_read), so every proxy front end keeps them warnings, as the SDK does; a -Werror in the
+# build's flags makes them errors again (frontend_flags).
+SDK_WARNINGS: tuple[str, ...] = tuple(f"-Wno-error={name}" for name in (
+    "int-conversion", "implicit-function-declaration", "implicit-int", "incompatible-pointer-types",
+    "incompatible-function-pointer-types"))
 FRONTEND_FLAGS: tuple[str, ...] = (
     *zig.TARGET_FLAGS, "-ffreestanding", "-fno-sanitize=all", "-fno-stack-protector",
-    "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-g0", "-w",
+    "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-g0",
+    # zig cc hands clang a -c that clang reports unused with -S and -E: noise, and an error under -Werror
+    "-Wno-unused-command-line-argument", *SDK_WARNINGS, "-w",
 )
 # The front end: the IR `clang -O2` makes before its LLVM passes run, which the pipeline then
 # optimises. L2P's front end (-O0 -Xclang -disable-O0-optnone) drops optnone but keeps the
@@ -73,9 +84,15 @@ def diagnostics(stderr: str) -> str:
 
 def frontend_flags(level: Sequence[str] = (), flags: Sequence[str] = (), *, warnings: bool = False) -> list[str]:
     """`zig cc` flags of every proxy front-end run: the rv32 target and a freestanding DPU build,
-    the optimisation `level` flags, cnmtune's UPMEM headers, then `flags` (-D, -I, ...); warnings
-    are silenced unless `warnings`."""
-    return [*(f for f in FRONTEND_FLAGS if not warnings or f != "-w"), *level, f"-I{INCLUDE_DIR}", *flags]
+    the optimisation `level` flags, cnmtune's UPMEM headers, then `flags` (-D, -I, -W..., in
+    order, so they override cnmtune's); warnings are silenced unless `warnings`."""
+    # clang keeps a -Wno-error=NAME a warning even under a later -Werror, so SDK_WARNINGS are left
+    # out when the last of -Werror / -Wno-error in `flags` is -Werror: errors, as with the SDK's
+    # clang; but -w silences them there, and only a warning (not a default error) is silenced by -w
+    werror = "-w" not in flags and next(
+        (f == "-Werror" for f in reversed(flags) if f in ("-Werror", "-Wno-error")), False)
+    dropped = {*(("-w",) if warnings else ()), *(SDK_WARNINGS if werror else ())}
+    return [*(f for f in FRONTEND_FLAGS if f not in dropped), *level, f"-I{INCLUDE_DIR}", *flags]
 
 
 class ProxyToolchain(Toolchain):

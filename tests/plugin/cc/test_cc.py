@@ -259,6 +259,82 @@ def test_warnings_are_shown_and_the_compile_goes_on(run_cc, tmp_path):
     assert "1 warning generated." in result.stderr and "zig:" not in result.stderr
 
 
+# -- warnings: what the UPMEM SDK's clang (10-12) accepted ----------------------------------------
+
+# an MRAM address held in a uint32_t and passed to mram_read without a cast, as public DPU sources
+# do: the SDK's clang warns (-Wint-conversion), clang 16 and later make it an error by default
+UINT32_ADDRESS = """#include <stdint.h>
+#include <defs.h>
+#include <mram.h>
+
+__host uint32_t first;
+
+int main(void) {
+    __dma_aligned uint32_t cache[8];
+    uint32_t address = (uint32_t)DPU_MRAM_HEAP_POINTER + me() * sizeof(cache);
+    mram_read(address, cache, sizeof(cache));
+    first = cache[0];
+    return 0;
+}
+"""
+INT_CONVERSION = "uint32.c:10:15: {} incompatible integer to pointer conversion passing 'uint32_t'"
+
+
+@pytest.fixture
+def uint32_source(tmp_path) -> str:
+    (tmp_path / "uint32.c").write_text(UINT32_ADDRESS)
+    return "uint32.c"
+
+
+def test_sdk_warnings_stay_warnings_and_are_shown(run_cc, tmp_path, uint32_source):
+    result = run_cc("-DNR_TASKLETS=4", "-MD", "-c", uint32_source, "-o", "uint32.o", CNMTUNE_TUNING_CACHE="0")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "uint32.o").is_file() and (tmp_path / "uint32.d").is_file()
+    assert INT_CONVERSION.format("warning:") in result.stderr and "[-Wint-conversion]" in result.stderr
+    assert result.stderr.count("1 warning generated.") == 1  # once, though -MD runs the front end twice
+    assert "zig:" not in result.stderr
+
+
+@pytest.mark.parametrize("werror", ["-Werror=int-conversion", "-Werror"])
+def test_werror_makes_an_sdk_warning_an_error_again(run_cc, tmp_path, uint32_source, werror):
+    """-Werror / -Werror=NAME after cnmtune's defaults: the build fails on the diagnostic, named; a clean
+    source still builds under them."""
+    assert run_cc("-c", uint32_source, "-o", "plain.o", CNMTUNE_TUNING_CACHE="0").returncode == 0
+    failed = run_cc("-Wall", werror, "-c", uint32_source, "-o", "uint32.o", CNMTUNE_TUNING_CACHE="0")
+    assert failed.returncode == 1
+    assert INT_CONVERSION.format("error:") in failed.stderr and "-Wint-conversion]" in failed.stderr
+    assert "1 error generated." in failed.stderr and not (tmp_path / "uint32.o").exists()
+    (tmp_path / "clean.c").write_text("int main(void) { return 0; }\n")
+    clean = run_cc(werror, "-MMD", "clean.c", "-o", "clean.elf", CNMTUNE_TUNING_CACHE="0")
+    assert clean.returncode == 0 and clean.stderr == "" and (tmp_path / "clean.elf").is_file()
+
+
+def test_warning_flags_silence_an_sdk_warning(run_cc, tmp_path, uint32_source):
+    """-Wno-int-conversion and -w silence it, also in a -Werror build; -Wno-error=NAME after -Werror
+    keeps it a warning."""
+    for flags in (["-Wno-int-conversion"], ["-Werror", "-Wno-int-conversion"], ["-Werror", "-w"]):
+        result = run_cc(*flags, "-c", uint32_source, "-o", "uint32.o", CNMTUNE_TUNING_CACHE="0")
+        assert result.returncode == 0 and result.stderr == "", (flags, result.stderr)
+    warned = run_cc("-Werror", "-Wno-error=int-conversion", "-c", uint32_source, "-o", "uint32.o",
+                    CNMTUNE_TUNING_CACHE="0")
+    assert warned.returncode == 0 and INT_CONVERSION.format("warning:") in warned.stderr
+
+
+def test_makefile_style_build_with_wall_wextra(run_cc, tmp_path, toolchain, make_kernel):
+    """`$(CC) $(CPPFLAGS) -O2 -Wall -Wextra -MMD -MP -c` then the link: the one warning is shown and the
+    program is the ELF cnmtune's own (quiet) build of the same source makes."""
+    kernel = make_kernel(UINT32_ADDRESS)
+    source = kernel.root / "dpu" / "task.c"  # the same path: the object names its source file
+    compiled = run_cc("-DNR_TASKLETS=4", "-O2", "-Wall", "-Wextra", "-MMD", "-MP", "-c", source,
+                      "-o", "build/task.o", CNMTUNE_TUNING_CACHE="0")
+    assert compiled.returncode == 0, compiled.stderr
+    assert f"{source}:10:15: warning: incompatible integer to pointer conversion" in compiled.stderr
+    assert "1 warning generated." in compiled.stderr and (tmp_path / "build" / "task.d").is_file()
+    linked = run_cc("-DNR_TASKLETS=4", "build/task.o", "-o", "build/task.elf")
+    assert linked.returncode == 0 and linked.stderr == "", linked.stderr
+    assert _sha(tmp_path / "build" / "task.elf") == toolchain.compile(Variant.of(kernel, "O2", 4)).elf_hash
+
+
 def test_link_errors_exit_1(run_cc, tmp_path):
     (tmp_path / "nomain.c").write_text("int helper(void) { return 1; }\n")
     assert run_cc("-c", "nomain.c", "-o", "nomain.o").returncode == 0
