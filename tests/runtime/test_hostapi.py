@@ -87,11 +87,7 @@ int main(void) {
     return 0;
 }
 """)
-    _, env = host_environment()
-    flags = subprocess.run(["dpu-pkg-config", "--cflags", "--libs", "dpu"], env=env, capture_output=True,
-                           text=True, check=True).stdout.split()
-    program = tmp_path / "clock"
-    subprocess.run([os.environ.get("CC", "cc"), "-std=c11", "-o", str(program), str(source), *flags], check=True)
+    program, env = _compile_host(source)
     for clock, env_extra in (("simulated", {"CNMTUNE_HOST_CLOCK": "simulated"}), ("wall", {})):
         report = tmp_path / f"{clock}.json"
         done = subprocess.run([str(program)], cwd=faults_app.root, env=env | env_extra | {"CNMTUNE_REPORT": str(report)},
@@ -103,6 +99,64 @@ int main(void) {
                 assert kernel_us <= measured_us <= kernel_us + 5000, (measured_us, kernel_us)
             else:  # a round trip to the simulator process and simulating a launch take more than 100 us
                 assert measured_us > kernel_us + 100, (measured_us, kernel_us)
+
+
+def _compile_host(source: Path) -> tuple[Path, dict[str, str]]:
+    """A host program built from `source` against cnmtune's host library, and the environment to run it in."""
+    _, env = host_environment()
+    flags = subprocess.run(["dpu-pkg-config", "--cflags", "--libs", "dpu"], env=env, capture_output=True,
+                           text=True, check=True).stdout.split()
+    program = source.with_suffix("")
+    subprocess.run([os.environ.get("CC", "cc"), "-std=c11", "-Wall", "-Werror", "-o", str(program), str(source),
+                    *flags], check=True)
+    return program, env
+
+
+def test_probes_time_on_the_simulated_clock_and_measure_no_energy(faults_app, tmp_path):
+    """dpu_probe.h as PrIM's ENERGY=1 builds use it: DPU_TIME is the simulated time between start and stop
+    (with the host clock on wall time too), DPU_ENERGY reads 0 J with DPU_OK and one note; misuse is one error."""
+    source = tmp_path / "probe.c"
+    source.write_text("""
+#include <dpu.h>
+#include <dpu_probe.h>
+#include <stdio.h>
+int main(void) {
+    struct dpu_set_t set;
+    struct dpu_probe_t probe;
+    double accumulated, average, energy;
+    uint32_t one = 1;
+    DPU_ASSERT(dpu_probe_init("energy_probe", &probe));
+    DPU_ASSERT(dpu_alloc(2, NULL, &set));
+    DPU_ASSERT(dpu_load(set, "bin/dpu_code", NULL));
+    DPU_ASSERT(dpu_broadcast_to(set, "increment", 0, &one, sizeof one, DPU_XFER_DEFAULT));
+    for (int rep = 0; rep < 2; rep++) {
+        DPU_ASSERT(dpu_probe_start(&probe));
+        DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
+        DPU_ASSERT(dpu_probe_stop(&probe));
+        DPU_ASSERT(dpu_probe_get(&probe, DPU_ENERGY, DPU_AVERAGE, &energy));
+    }
+    DPU_ASSERT(dpu_probe_get(&probe, DPU_TIME, DPU_ACCUMULATE, &accumulated));
+    DPU_ASSERT(dpu_probe_get(&probe, DPU_TIME, DPU_AVERAGE, &average));
+    printf("%.17g %.17g %.17g\\n", accumulated, average, energy);
+    DPU_ASSERT(dpu_free(set));
+    DPU_ASSERT(dpu_probe_deinit(&probe));
+    DPU_ASSERT(dpu_probe_stop(&probe)); /* after deinit: never started */
+    return 0;
+}
+""")
+    program, env = _compile_host(source)
+    report = tmp_path / "report.json"
+    done = subprocess.run([str(program)], cwd=faults_app.root, env=env | {"CNMTUNE_REPORT": str(report)},
+                          capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr  # DPU_ASSERT's exit on the last call
+    accumulated, average, energy = map(float, done.stdout.split())
+    kernel_s = sum(launch["kernel_s"] for launch in json.loads(report.read_text())["sets"][0]["launches"])
+    assert kernel_s <= accumulated <= kernel_s + 0.005  # + the host's own real work between start and stop
+    assert average == pytest.approx(accumulated / 2) and energy == 0.0
+    note = "cnmtune: dpu_probe_get(DPU_ENERGY) reads 0 J: cnmtune's simulator measures no energy"
+    assert done.stderr.count(note) == 1
+    (error,) = [line for line in done.stderr.splitlines() if "DPU Error" in line]
+    assert error.endswith("DPU Error (DPU_ERR_INTERNAL: dpu_probe_stop: probe '(unnamed)' was not started)"), error
 
 
 def test_profiles_are_parsed_as_the_sdk_writes_them():

@@ -6,13 +6,15 @@ program with `$(CC) ... $(dpu-pkg-config --cflags --libs dpu)` and the DPU progr
 program is the output of the line that calls dpu-pkg-config, the DPU program the output of
 the last line that calls the DPU compiler (PrIM's bin/host_code and bin/dpu_code, or BS's
 bin/bs_host and bin/bs_dpu). `build` runs the Makefile with cnmtune's host library and shims
-first on PATH (runtime.hostapi.build); `run` starts the host program in the directory with a
-report file and, by default, the host clock on simulated time, and returns what it printed
-with the simulated times of its DPU sets.
+first on PATH (runtime.hostapi.build), never leaving a build made for other parameters in place
+(AppProject.build); `run` starts the host program in the directory with a report file and, by
+default, the host clock on simulated time, and returns what it printed with the simulated times
+of its DPU sets.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -32,6 +34,7 @@ from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.hostapi import host_environment
 
 DPU_COMPILER = "dpu-upmem-dpurte-clang"
+BUILD_STAMP = ".cnmtune-build.json"  # beside the host program: what its build was made with
 
 
 class AppError(CnmtuneError):
@@ -118,6 +121,46 @@ def _output(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _command_lines(dry_run: str) -> list[list[str]]:
+    """The argv of each command line of `make -n` output (recipe lines continued with a backslash joined)."""
+    lines = []
+    for line in re.sub(r"\\\n\s*", " ", dry_run).splitlines():
+        try:
+            argv = shlex.split(line)
+        except ValueError:  # not a command make runs as such (an unbalanced quote in an echo, ...)
+            continue
+        if argv:
+            lines.append(argv)
+    return lines
+
+
+def _stamp(commands: str, library: str, outputs: Sequence[Path]) -> dict:
+    """What a build was made with (see AppProject.build): the files as [path, size, mtime_ns], or null if absent."""
+    files = []
+    for path in outputs:
+        try:
+            info = path.stat()
+        except OSError:
+            files.append([str(path), None, None])
+        else:
+            files.append([str(path), info.st_size, info.st_mtime_ns])
+    return {"commands_sha256": commands, "host_library": library, "outputs": files}
+
+
+def _read_stamp(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):  # absent or unreadable: the build is not known to be current
+        return None
+
+
+def _write_stamp(path: Path, stamp: dict) -> None:
+    """Write the stamp whole or not at all: written aside, then renamed into place."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(stamp, indent=1) + "\n")
+    partial.replace(path)
+
+
 class AppProject:
     """An application directory (see the module docstring)."""
 
@@ -137,20 +180,23 @@ class AppProject:
         args = [make, "-C", str(self.root), *options, *(f"{k}={v}" for k, v in variables.items())]
         return subprocess.run(args, env=env, capture_output=True, text=True)
 
-    def plan(self, variables: Mapping[str, str]) -> MakePlan:
-        """What `make` would run with `variables` (see the module docstring)."""
+    def _dry_run(self, variables: Mapping[str, str]) -> str:
+        """Every command line of a full build with `variables` (`make -n -B`), as make prints them."""
         done = self._make(variables, "-n", "-B")
         if done.returncode != 0:
             raise AppError(f"`make -n -B` failed in {self.root}: {done.stderr.strip()[-800:]}")
+        return done.stdout
+
+    def plan(self, variables: Mapping[str, str]) -> MakePlan:
+        """What `make` would run with `variables` (see the module docstring)."""
+        return self._plan(self._dry_run(variables))
+
+    def _plan(self, dry_run: str) -> MakePlan:
         host, dpu_lines = None, []
-        for line in re.sub(r"\\\n\s*", " ", done.stdout).splitlines():  # recipe lines continued with a backslash
-            try:
-                argv = shlex.split(line)
-            except ValueError:
-                continue
-            if argv and Path(argv[0]).name == DPU_COMPILER:
+        for argv in _command_lines(dry_run):
+            if Path(argv[0]).name == DPU_COMPILER:
                 dpu_lines.append(tuple(argv))
-            elif "dpu-pkg-config" in line and _output(argv):
+            elif any("dpu-pkg-config" in arg for arg in argv) and _output(argv):
                 host = _output(argv)
         dpu = _output(dpu_lines[-1]) if dpu_lines else None
         if host is None or dpu is None:
@@ -167,16 +213,39 @@ class AppProject:
         return self._host_binary
 
     def build(self, variables: Mapping[str, str], jobs: int = 1) -> str:
-        """Run the Makefile with `variables` (make's own rebuild rules apply); its output."""
+        """Run the Makefile with `variables`; its output. Never leaves a build made for other parameters.
+
+        make rebuilds what is older than its prerequisites, and parameters are not files: PrIM's
+        Makefiles stand a `.NR_DPUS_<n>_..._BL_<b>.conf` file in for them, which misses variables
+        its name leaves out (VA's ENERGY) and breaks on a trailing space (NW's `BL ?= 1024 ` splits
+        the name, so old ones are never removed and a DPU count built before keeps the last
+        count's programs). So each build leaves a stamp beside the host program (BUILD_STAMP):
+        a digest of every command line of a full build (`make -n -B` with the variables: their
+        values as the Makefile expands them, however they are set, with its own defaults and
+        flags), cnmtune's host library, and the size and mtime of each file those lines write with
+        -o. When the stamp is missing or differs (other variables, an edited Makefile, a new host
+        library, programs rebuilt by hand), the build is `make -B`, every target remade by the
+        Makefile's own rules; else plain `make`, whose rules still catch edited sources. The stamp
+        is removed before make runs and written once it succeeds: a failed build is never current.
+        """
+        dry_run = self._dry_run(variables)
         if self._host_binary is None:
-            self._host_binary = self.plan(variables).host_binary
-        done = self._make(variables, f"-j{jobs}")
+            self._host_binary = self._plan(dry_run).host_binary
+        library, _ = host_environment()
+        outputs = sorted({self.root / out for argv in _command_lines(dry_run) if (out := _output(argv))}
+                         | {self.host_binary})
+        commands = hashlib.sha256(dry_run.encode()).hexdigest()
+        stamp = self.host_binary.parent / BUILD_STAMP
+        current = _read_stamp(stamp) == _stamp(commands, str(library), outputs)
+        stamp.unlink(missing_ok=True)
+        done = self._make(variables, f"-j{jobs}", *([] if current else ["-B"]))
         if done.returncode != 0:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
             raise AppError(f"`make` failed in {self.root} (exit {done.returncode}):\n{tail}")
         if not self.host_binary.is_file():
             raise AppError(f"the Makefile did not build {self.host_binary.relative_to(self.root)} "
                            "(give the host program's path with --host-binary)")
+        _write_stamp(stamp, _stamp(commands, str(library), outputs))
         return done.stdout + done.stderr
 
     def run(self, args: Sequence[str], simulated_clock: bool = True, env: Mapping[str, str] | None = None,
