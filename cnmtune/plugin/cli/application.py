@@ -54,7 +54,8 @@ def run_command(directory: Path = DIRECTORY,
                 host_binary: Optional[str] = HOST,
                 clock: str = typer.Option("simulated", "--clock",
                                           help="what the host's clock reads during DPU calls: simulated or wall"),
-                build: bool = typer.Option(True, "--build/--no-build", help="run make first (incremental)"),
+                build: bool = typer.Option(True, "--build/--no-build",
+                                           help="run make first (whole when the parameters changed)"),
                 as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of the table")) -> None:
     """Build, run the host program on the simulator, print its output and the simulated times."""
     if clock not in ("simulated", "wall"):
