@@ -47,7 +47,8 @@ def test_a_correct_run_returns_results_and_reports_one_set(faults_app):
     ("unknown-symbol", DpuStatus.UNKNOWN_SYMBOL, r"symbol 'no_such_symbol' is not defined by dpu_code"),
     ("oversize", DpuStatus.INVALID_SYMBOL_ACCESS, r"64 B at offset 0 of 'fault' \(4 B in dpu_code\)"),
     ("fault", DpuStatus.DPU_FAULT,
-     r"DPU 0, tasklet 1: mram_read: size 12 B \(must be a multiple of 8 in 8\.\.2048\) at pc 0x[0-9a-f]+ in mram_read called from \w+ \(ra 0x[0-9a-f]+\)"),
+     r"DPU 0, tasklet 1: mram_read: MRAM range 0xbfffff8\+16 \(bank offset 0x3fffff8\) runs past the end of the "
+     r"64 MiB MRAM bank at pc 0x[0-9a-f]+ in mram_read called from \w+ \(ra 0x[0-9a-f]+\)"),
     ("deadlock", DpuStatus.TIMEOUT, r"DPU 0: deadlock at cycle \d+: every live tasklet is blocked \(tasklet 0 in \w+\)"),
 ])
 def test_misuse_gets_the_sdk_status_and_one_line(faults_app, mode, status, cause):

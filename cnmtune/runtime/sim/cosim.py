@@ -30,7 +30,7 @@ from numba import njit
 from cnmtune.dpu.abi import Service
 from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_OFFSET_MASK, MRAM_SIZE, WRAM_SIZE
 from cnmtune.runtime.sim.config import DpuConfig
-from cnmtune.runtime.sim.interpreter import DMA_MAX, DMA_MIN, SEGMENT_OUT_SIZE, EventKind, grown_mram, run_segment
+from cnmtune.runtime.sim.interpreter import SEGMENT_OUT_SIZE, EventKind, grown_mram, run_segment
 from cnmtune.runtime.sim.timing import COUNT_CYCLES, COUNT_INSTRUCTIONS, EALREADY, PERF_GRANULARITY, SPIN_SLOTS
 from cnmtune.runtime.sim.trace import Action
 
@@ -379,8 +379,7 @@ def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_
                 mram_addr = a0 if read else a1
                 offset = mram_addr & MRAM_OFFSET_MASK & ~7
                 wram_addr = (a1 if read else a0) & ~7
-                if (a2 & 7 or not DMA_MIN <= a2 <= DMA_MAX or not 0 <= wram_addr <= WRAM_SIZE - a2
-                        or offset > MRAM_SIZE - a2):
+                if not 0 <= wram_addr <= WRAM_SIZE - a2 or offset > MRAM_SIZE - a2:  # a2: dma_bytes
                     info[0], info[1], info[2], info[3], info[4], info[5] = t, pc, read, mram_addr, wram_addr, a2
                     status = DMA_ERROR
                     break

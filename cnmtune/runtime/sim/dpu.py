@@ -20,7 +20,7 @@ from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.dpu.abi import Service, fault_name
 from cnmtune.runtime.sim.image import ProgramImage
 from cnmtune.runtime.sim.interpreter import (
-    DMA_MAX, DMA_MIN, SEGMENT_OUT_SIZE, SERVICE_ME, SERVICE_MRAM_READ, SERVICE_MRAM_WRITE, DpuState, Event,
+    SEGMENT_OUT_SIZE, SERVICE_ME, SERVICE_MRAM_READ, SERVICE_MRAM_WRITE, DpuState, Event,
     EventKind, FaultKind, run_segment)
 from cnmtune.runtime.sim.printf import c_string, format_printf
 from cnmtune.runtime.sim.program import DecodedProgram
@@ -344,8 +344,7 @@ class _Functional:
         # row start by the rounding). The SDK's docs state the 8-byte rule; they do not say it faults.
         # The MRAM side is decoded as the DPU does (MRAM_OFFSET_MASK): a 0-based offset is legal.
         offset, wram_addr = mram_addr & MRAM_OFFSET_MASK & ~7, wram_addr & ~7
-        if (nbytes & 7 or not DMA_MIN <= nbytes <= DMA_MAX
-                or not 0 <= wram_addr <= WRAM_SIZE - nbytes or offset > MRAM_SIZE - nbytes):
+        if not 0 <= wram_addr <= WRAM_SIZE - nbytes or offset > MRAM_SIZE - nbytes:  # nbytes: dma_bytes
             self._dma_error(t, pc, read, mram_addr, wram_addr, nbytes)
         state = self.state
         end = offset + nbytes
@@ -358,10 +357,7 @@ class _Functional:
 
     def _dma_error(self, t: int, pc: int, read: bool, mram_addr: int, wram_addr: int, nbytes: int) -> None:
         name = "mram_read" if read else "mram_write"
-        problem = None
-        if nbytes % 8 or not DMA_MIN <= nbytes <= DMA_MAX:
-            problem = f"size {nbytes} B (must be a multiple of 8 in 8..2048)"
-        elif not 0 <= wram_addr <= WRAM_SIZE - nbytes:
+        if not 0 <= wram_addr <= WRAM_SIZE - nbytes:
             problem = f"WRAM range {wram_addr:#x}+{nbytes} outside the 64 KiB WRAM"
         else:
             offset = mram_addr & MRAM_OFFSET_MASK & ~7

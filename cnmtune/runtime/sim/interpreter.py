@@ -380,10 +380,20 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
     return ev
 
 
-# run_segment's services (cnm_ecall.h numbers, checked against abi.Service in dpu.py) and the DMA
-# sizes the runtime accepts (multiples of 8 in DMA_MIN..DMA_MAX)
+# run_segment's services (cnm_ecall.h numbers, checked against abi.Service in dpu.py)
 SERVICE_ME, SERVICE_MRAM_READ, SERVICE_MRAM_WRITE = 1, 4, 5
-DMA_MIN, DMA_MAX = 8, 2048
+
+
+@njit(cache=True, nogil=True)
+def dma_bytes(n):
+    """The bytes a DMA of run-time size `n` moves, as the DPU decodes it: the SDK puts n / 8 - 1 in
+    the top byte of ldma/sdma's WRAM register (`move r2, -1; lsr_add r0, r2, n, 3; lsl_add r0, wram,
+    r0, 24; ldma r0, mram, 0` in an SDK objdump of a variable-size mram_read) and the engine moves
+    (1 + that byte) * 8 bytes (uPIMulator, logic.go ExecuteLdmaDmaRri). So a size of 8..2048 in
+    steps of 8 is itself, 12 moves 8, and 0 moves 2048: PrIM's BS reads its remaining 0 bytes
+    and verifies on UPMEM hardware. The SDK refuses a constant size outside the rule at compile
+    time (cnmtune's mram.h too); the DPU checks nothing at run time."""
+    return ((((n >> 3) - 1) & 0xFF) + 1) << 3
 # run_segment's out[]: run_tasklet's out[:OUT_SIZE] of the last run, then these totals of the call
 _SEG_SLOTS, _SEG_INSTRUCTIONS, _SEG_ENTRIES, _SEG_RID, _SEG_PARAM, _SEG_DMA = range(OUT_SIZE, OUT_SIZE + 6)
 SEGMENT_OUT_SIZE = OUT_SIZE + 6
@@ -429,13 +439,14 @@ def run_segment(code, text_address, routine_kind, routine_native, t, regs, pcs, 
             regs[t, 10] = t
             continue
         if a7 == SERVICE_MRAM_READ or a7 == SERVICE_MRAM_WRITE:
-            n = out[11]
+            n = dma_bytes(out[11])
+            out[11] = n  # what every consumer of the ecall (the DMA engine, the timing) sees
             if a7 == SERVICE_MRAM_READ:
                 m, w = out[9], out[10]
             else:
                 m, w = out[10], out[9]
             offset = m & MRAM_OFFSET_MASK
-            if ((n & 7) == 0 and DMA_MIN <= n <= DMA_MAX and ((w | m) & 7) == 0 and 0 <= w <= WRAM_SIZE - n
+            if (((w | m) & 7) == 0 and 0 <= w <= WRAM_SIZE - n
                     and offset <= MRAM_SIZE - n and offset + n <= mram.shape[0]):
                 pcs[t] = (out[1] + 4) & 0xFFFFFFFF
                 if a7 == SERVICE_MRAM_READ:

@@ -1,7 +1,7 @@
 /* DPU side of the misuse tests: adds `increment` to each word of a WRAM array; when the host sets
- * `fault` to 1, tasklet 1 starts a DMA of 12 bytes (not a multiple of 8: a DMA fault, found at run
- * time since the size depends on `fault`); with `fault` 2, tasklet 0 waits at a barrier the
- * others never reach (a deadlock). */
+ * `fault` to 1, tasklet 1 starts a DMA of 16 bytes at the last 8 of the 64 MiB MRAM bank (past its
+ * end: a DMA fault, found at run time since the address depends on `fault`); with `fault` 2,
+ * tasklet 0 waits at a barrier the others never reach (a deadlock). */
 #include <barrier.h>
 #include <defs.h>
 #include <mram.h>
@@ -15,15 +15,15 @@ __host uint32_t words[8];
 
 static uint64_t staging[2];
 
-__attribute__((noinline)) static void read_twelve_bytes(uint32_t size)
+__attribute__((noinline)) static void read_past_the_bank(uint32_t back)
 {
-    mram_read((__mram_ptr void const *)DPU_MRAM_HEAP_POINTER, staging, size);
+    mram_read((__mram_ptr void const *)(0x08000000u + (64u << 20) - back), staging, 16);
 }
 
 int main(void)
 {
     if (fault == 1 && me() == 1)
-        read_twelve_bytes(4 + 8 * fault);
+        read_past_the_bank(8 * fault);
     if (fault == 2) {
         if (me() != 0)
             return 0;
