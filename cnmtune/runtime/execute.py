@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from cnmtune.errors import KernelError
+from cnmtune.errors import KernelError, VerificationError
 from cnmtune.runtime.device import Device
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice
@@ -54,6 +54,7 @@ class RunResult:
     log: str
     seed: int = 0  # of the workload's input generator
     params: dict = field(default_factory=dict)  # the workload's parameters as run: its defaults and --param
+    warnings: tuple[str, ...] = ()  # what the simulator ran on past, as a DPU would (stack overflows)
 
     @property
     def transfer_s(self) -> float:
@@ -87,8 +88,15 @@ def run_on_device(binary: Binary, device: Device, size: int, seed: int = 0,
     device.load(binary.elf_path)
     inputs = workload.inputs()
     outputs = workload.execute(device, inputs)
+    warnings = tuple(dict.fromkeys(str(o) for record in getattr(device, "launches", ())
+                                   for o in getattr(record, "stack_overflows", ())))
     if verify:
-        workload.verify(outputs, workload.reference(inputs))
+        try:
+            workload.verify(outputs, workload.reference(inputs))
+        except VerificationError as error:  # an overflowed stack is the likelier cause: say so
+            if warnings:
+                raise VerificationError(f"{error}; {'; '.join(warnings)}") from error
+            raise
     if isinstance(device, SimDevice):
         result = _result(binary, device, size, time.perf_counter() - start)
     else:
@@ -97,7 +105,7 @@ def run_on_device(binary: Binary, device: Device, size: int, seed: int = 0,
     if verify and result.launches != (declared := workload.launch_count()):
         raise KernelError(f"{workload.name}: the host program launched the DPUs {result.launches} time(s) but its "
                           f"workload declares {declared} (Workload.launch_count, a cost-model input)")
-    return replace(result, verified=verify, seed=seed, params=dict(workload.param_values))
+    return replace(result, verified=verify, seed=seed, params=dict(workload.param_values), warnings=warnings)
 
 
 def _measured_result(binary: Binary, device: Device, size: int, wall: float) -> RunResult:

@@ -154,7 +154,8 @@ class SampledSimDevice(SimDevice):
         timings = tuple(r[0] for r in results)
         cycles = max((t.cycles for t in timings), default=0)
         kernel_s = cycles / self.config.frequency_hz + self.config.launch_overhead_s
-        self.launches.append(LaunchRecord(timings, tuple(r[1] for r in results), kernel_s))
+        overflows = tuple(o for dpu in self.sim.values() for o in dpu.stack_overflows)
+        self.launches.append(LaunchRecord(timings, tuple(r[1] for r in results), kernel_s, overflows))
         self.times.kernel_s += kernel_s
         self.times.kernel_per_launch_s.append(kernel_s)
         self.times.launches += 1

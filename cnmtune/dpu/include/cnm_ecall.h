@@ -46,7 +46,6 @@
 /* ---- fault codes (argument of CNM_ECALL_FAULT; also used by the simulator) */
 #define CNM_FAULT_HALT 1                /* halt() was called */
 #define CNM_FAULT_HEAP_EXHAUSTED 2      /* mem_alloc (or seqread_alloc/fsb_alloc) ran past the end of WRAM */
-#define CNM_FAULT_STACK 3               /* a tasklet overflowed its stack (detected by the simulator) */
 #define CNM_FAULT_ASSERT 4              /* assert() failed (the message was printed with PUTS first) */
 #define CNM_FAULT_ABORT 5               /* abort() was called */
 #define CNM_FAULT_DMA 6                 /* invalid DMA: size, alignment or address range (runtime helpers or simulator) */

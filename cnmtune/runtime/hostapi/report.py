@@ -49,6 +49,7 @@ class SetReport:
     program: str = ""
     launches: list[LaunchEvent] = field(default_factory=list)
     transfers: list[TransferEvent] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # each once: what ran on where a DPU checks nothing
 
     def totals(self) -> dict[str, float]:
         """Seconds and bytes summed: kernel, CPU-DPU (transfers to DPUs), DPU-CPU (from DPUs)."""
@@ -67,7 +68,7 @@ class SetReport:
         return {"nr_dpus": self.nr_dpus, "simulated_dpus": self.simulated_dpus, "config": self.config,
                 "program": self.program, "totals": self.totals(),
                 "launches": [asdict(launch) for launch in self.launches],
-                "transfers": [asdict(transfer) for transfer in self.transfers]}
+                "transfers": [asdict(transfer) for transfer in self.transfers], "warnings": self.warnings}
 
     def summary(self) -> str:
         """A few lines for stderr."""
@@ -85,6 +86,7 @@ class SetReport:
             calls = sum(t.to_dpu == to_dpu for t in self.transfers)
             lines.append(f"  {label}     {calls:>4} transfer(s) {1e3 * totals[key + '_s']:12.4f} ms  "
                          f"{totals[key + '_bytes']:,} B")
+        lines.extend(f"  warning: {warning}" for warning in self.warnings)
         return "\n".join(lines)
 
 

@@ -240,6 +240,7 @@ class HostApiServer:
         slowest = max(range(len(record.timings)), key=lambda i: record.timings[i].cycles, default=0)
         cycles = record.timings[slowest].cycles if record.timings else 0
         self.report.launches.append(LaunchEvent(record.kernel_s, sampled[slowest] if sampled else 0, cycles))
+        self.report.warnings.extend(w for w in map(str, record.stack_overflows) if w not in self.report.warnings)
         return b""
 
     def _log(self, request: Reader) -> bytes:

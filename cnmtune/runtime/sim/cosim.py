@@ -203,7 +203,7 @@ def _grow_rows(rows, n):
 
 
 @njit(cache=True, nogil=True)
-def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_lo, stack_hi, acc, in_routine,
+def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_deepest, acc, in_routine,
                mram_accesses, budget, base, per, timing, action_of):
     """Run one launch from tasklet 0's boot until every tasklet stopped (see the module docstring).
 
@@ -283,7 +283,7 @@ def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_
             moved = False  # a DMA left to do here (to grow mram, or to report its error)
             action = arg0 = arg1 = 0
             while True:
-                run_segment(code, text_address, kinds, natives, t, regs, pcs, wram, mram, stack_lo, stack_hi, acc,
+                run_segment(code, text_address, kinds, natives, t, regs, pcs, wram, mram, stack_deepest, acc,
                             in_routine, mram_accesses, budget - executed, out)
                 kind, pc, a0, a1, a2, a7, done = out[0], out[1], out[9], out[10], out[11], out[12], out[19]
                 slots += out[14]

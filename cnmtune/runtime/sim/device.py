@@ -17,7 +17,7 @@ from pathlib import Path
 from cnmtune.errors import DeviceError
 from cnmtune.runtime.device import Buffer, Device, as_bytes
 from cnmtune.runtime.sim.config import DpuConfig
-from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET, SimulatedDpu
+from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET, SimulatedDpu, StackOverflow
 from cnmtune.runtime.sim.image import ProgramImage
 from cnmtune.runtime.sim.timing import DpuTiming
 from cnmtune.runtime.sim.trace import Trace
@@ -83,6 +83,7 @@ class LaunchRecord:
     timings: tuple[DpuTiming, ...]
     traces: tuple[Trace, ...]
     kernel_s: float
+    stack_overflows: tuple[StackOverflow, ...] = ()  # a DPU runs on past them (dpu.StackOverflow)
 
 
 class SimDevice(Device):
@@ -162,7 +163,8 @@ class SimDevice(Device):
         results = [dpu.launch(self.config, self.budget, self.reference) for dpu in self.dpus]
         timings = tuple(r[0] for r in results)
         kernel_s = max(t.cycles for t in timings) / self.config.frequency_hz + self.config.launch_overhead_s
-        self.launches.append(LaunchRecord(timings, tuple(r[1] for r in results), kernel_s))
+        overflows = tuple(o for dpu in self.dpus for o in dpu.stack_overflows)
+        self.launches.append(LaunchRecord(timings, tuple(r[1] for r in results), kernel_s, overflows))
         self.times.kernel_s += kernel_s
         self.times.kernel_per_launch_s.append(kernel_s)
         self.times.launches += 1

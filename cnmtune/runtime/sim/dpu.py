@@ -12,6 +12,8 @@ each launch.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_OFFSET_MASK, MRAM_SIZE, WRAM_SIZE
@@ -53,6 +55,24 @@ _new_segment = tuple.__new__  # Segment(...) without the NamedTuple's Python-lev
 if (SERVICE_ME, SERVICE_MRAM_READ, SERVICE_MRAM_WRITE) != (Service.ME, Service.MRAM_READ, Service.MRAM_WRITE):
     raise ImportError("interpreter.run_segment's service numbers differ from cnm_ecall.h's")  # it services those
 
+@dataclass(frozen=True)
+class StackOverflow:
+    """A tasklet whose stack outgrew its reserved size in a launch. A DPU checks no stack: the
+    SDK's fault codes have none (dpufault.h: heap full, division by zero, assert, halt, printf
+    overflow, profiling) and nothing bounds r22; the tasklet writes on into the memory beside its
+    stack (on a DPU, whose stacks grow upward, the next tasklet's; on the proxy the one below).
+    The simulator runs on, as the DPU does, and says so."""
+
+    dpu: int
+    tasklet: int
+    used: int  # bytes below the top of the stack that sp reached
+    size: int  # bytes reserved (STACK_SIZE_DEFAULT)
+
+    def __str__(self) -> str:
+        return (f"DPU {self.dpu}, tasklet {self.tasklet}: the stack reached {self.used:,} B of its {self.size:,} B "
+                "(a DPU does not check: it overwrote the memory beside the stack; raise STACK_SIZE_DEFAULT)")
+
+
 class SimulatedDpu:
     """Memories and services of one DPU (see the module docstring)."""
 
@@ -61,6 +81,7 @@ class SimulatedDpu:
         self.image: ProgramImage | None = None
         self.state: DpuState | None = None
         self._log: list[str] = []
+        self.stack_overflows: tuple[StackOverflow, ...] = ()  # of the last launch
 
     # ------------------------------------------------------------ host side
     def load(self, image: ProgramImage, config: DpuConfig) -> None:
@@ -117,6 +138,17 @@ class SimulatedDpu:
         if self.state.routine_acc.shape[1] != program.n_routines:
             raise ValueError(f"routine_acc has {self.state.routine_acc.shape[1]} routines, "
                              f"the program {program.n_routines}")
+        try:
+            result = self._run(program, routines, config, budget, base, per, reference)
+        except SimFault as fault:  # what followed an overflowed stack is rarely the cause: name it too
+            if isinstance(fault, _Printed) or not (overflows := self._stack_overflows()):
+                raise
+            raise type(fault)(f"{fault}; after {'; '.join(map(str, overflows))}") from fault
+        self.stack_overflows = self._stack_overflows()
+        return result
+
+    def _run(self, program: DecodedProgram, routines: tuple[str, ...], config: DpuConfig, budget: int,
+             base: np.ndarray, per: np.ndarray, reference: bool) -> tuple[DpuTiming, Trace]:
         if not reference and exact_costs(base, per):
             # a program that prints more than the jitted call keeps WRAM copies for runs again on the
             # reference path: keep the memories to start it from
@@ -130,6 +162,12 @@ class SimulatedDpu:
         source = _Functional(self, program, routines, budget, base, per)
         timing = DpuTimeline(config, routines, source, self.index).run()
         return timing, source.trace()
+
+    def _stack_overflows(self) -> tuple[StackOverflow, ...]:
+        """The tasklets whose sp went below their stack in the launch just run."""
+        size, state = self.image.stack_size, self.state
+        return tuple(StackOverflow(self.index, t, int(state.stack_lo[t]) + size - int(state.stack_deepest[t]), size)
+                     for t in range(self.image.nr_tasklets) if state.stack_deepest[t] < state.stack_lo[t])
 
 
 class _Printed(SimFault):
@@ -184,15 +222,15 @@ class _Functional:
         state.mram_accesses[:] = 0
         for t in range(MAX_TASKLETS):
             low = image.stacks_start + t * image.stack_size
-            state.stack_lo[t], state.stack_hi[t] = low, low + image.stack_size
+            state.stack_lo[t], state.stack_deepest[t] = low, low + image.stack_size
         # what step() passes to run_tasklet on every call (only state.mram is ever reallocated)
         self._fixed = (program.code, program.text_address, program.routine_kind, program.routine_native,
-                       state.regs, state.pcs, state.wram, state.stack_lo, state.stack_hi, state.routine_acc,
+                       state.regs, state.pcs, state.wram, state.stack_deepest, state.routine_acc,
                        state.in_routine, state.mram_accesses, np.zeros(SEGMENT_OUT_SIZE, np.int64), state)
 
     def step(self, tasklet: int, now: float, value: int | None) -> Segment:
         t = tasklet
-        (code, text_address, kinds, natives, regs, pcs, wram, stack_lo, stack_hi, acc, in_routine, mram_accesses,
+        (code, text_address, kinds, natives, regs, pcs, wram, stack_deepest, acc, in_routine, mram_accesses,
          out, state) = self._fixed
         if value is not None:
             regs[t, 10] = value & 0xFFFFFFFF
@@ -201,7 +239,7 @@ class _Functional:
         slots = instructions = entries = rid = param = 0
         dma = False  # a DMA left to _dma (to grow mram, or to raise its error)
         while True:
-            run_segment(code, text_address, kinds, natives, t, regs, pcs, wram, state.mram, stack_lo, stack_hi,
+            run_segment(code, text_address, kinds, natives, t, regs, pcs, wram, state.mram, stack_deepest,
                          acc, in_routine, mram_accesses, self.budget - self.executed, out)
             (kind, pc, run_slots, run_instructions, fault, address, _, _, _, a0, a1, a2, a7, accesses,
              call_slots, call_instructions, call_entries, call_rid, call_param, done) = out.tolist()
@@ -268,11 +306,11 @@ class _Functional:
     def cosimulate(self, config: DpuConfig) -> tuple[DpuTiming, Trace]:
         """The whole launch in one jitted call (cosim.py), with what DpuTimeline(self).run() and
         trace() would give; its errors worded as step() and the timeline word them."""
-        (code, text_address, kinds, natives, regs, pcs, wram, stack_lo, stack_hi, acc, in_routine, mram_accesses,
+        (code, text_address, kinds, natives, regs, pcs, wram, stack_deepest, acc, in_routine, mram_accesses,
          _, state) = self._fixed
         (status, info, state.mram, now, issue, dma_wait, sync_wait, slots, instructions, dma, actions, rows, single,
          multi_index, multi_counts, multi_params, prints, printed) = cosimulate(
-            code, text_address, kinds, natives, regs, pcs, wram, state.mram, stack_lo, stack_hi, acc, in_routine,
+            code, text_address, kinds, natives, regs, pcs, wram, state.mram, stack_deepest, acc, in_routine,
             mram_accesses, self.budget, self._base, self._per, timing_parameters(config), _ACTION_OF_SERVICE)
         if status == cosim.PRINTS:
             raise _Printed(f"DPU {self.dpu.index}: more than {cosim.PRINT_LIMIT} prints in one launch")
@@ -379,8 +417,6 @@ class _Functional:
         text = {
             FaultKind.MEMORY_OUT_OF_BOUNDS: f"memory access out of bounds at address {address:#010x}",
             FaultKind.MISALIGNED: f"misaligned memory access at address {address:#010x}",
-            FaultKind.STACK_OVERFLOW: (f"stack overflow: sp {address:#010x} left this tasklet's stack "
-                                       f"[{int(self.state.stack_lo[t]):#x}, {int(self.state.stack_hi[t]):#x}]"),
             FaultKind.ILLEGAL_INSTRUCTION: "illegal instruction",
             FaultKind.FETCH_OUT_OF_BOUNDS: f"jump outside the program to {address:#010x}",
             FaultKind.WRITE_TO_IRAM: f"store into IRAM at address {address:#010x}",

@@ -67,18 +67,17 @@ class FaultKind(enum.IntEnum):
     NONE = 0
     MEMORY_OUT_OF_BOUNDS = 1  # data address outside WRAM/MRAM (atomic region and IRAM loads too)
     MISALIGNED = 2  # load/store address not naturally aligned
-    STACK_OVERFLOW = 3  # sp left [stack_lo, stack_hi]; address = new sp (the write stays applied)
-    ILLEGAL_INSTRUCTION = 4  # undecodable word; address = pc
-    FETCH_OUT_OF_BOUNDS = 5  # pc outside the program; address = pc
-    WRITE_TO_IRAM = 6  # store into the IRAM region
-    FETCH_MISALIGNED = 7  # jump/branch to a pc that is not 4-aligned; address = pc
+    ILLEGAL_INSTRUCTION = 3  # undecodable word; address = pc
+    FETCH_OUT_OF_BOUNDS = 4  # pc outside the program; address = pc
+    WRITE_TO_IRAM = 5  # store into the IRAM region
+    FETCH_MISALIGNED = 6  # jump/branch to a pc that is not 4-aligned; address = pc
 
 
 
 
 # Plain ints for the jitted code (numba freezes module globals as constants).
 _ECALL, _BUDGET, _FAULT, _GROW, _EBREAK = 1, 2, 3, 4, 5
-_F_OOB, _F_MISALIGNED, _F_STACK, _F_ILLEGAL, _F_FETCH, _F_IRAM, _F_FETCH_MIS = 1, 2, 3, 4, 5, 6, 7
+_F_OOB, _F_MISALIGNED, _F_ILLEGAL, _F_FETCH, _F_IRAM, _F_FETCH_MIS = 1, 2, 3, 4, 5, 6
 # Memory classification results: 0/1 are accesses, the rest are events.
 _IN_WRAM, _IN_MRAM, _M_GROW, _M_MISALIGNED, _M_OOB, _M_IRAM = 0, 1, 2, 3, 4, 5
 _MRAM_BASE, _MRAM_SIZE, _IRAM_BASE = MRAM_BASE, MRAM_SIZE, 0x80000000
@@ -130,8 +129,8 @@ def _store_small(m8, m16, off, op, v):
 
 
 @njit(cache=True, nogil=True)
-def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, wram, mram, stack_lo,
-                stack_hi, routine_acc, in_routine, mram_accesses, budget, max_instructions, out):
+def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, wram, mram, stack_deepest,
+                routine_acc, in_routine, mram_accesses, budget, max_instructions, out):
     """Run tasklet t from pcs[t] until an event; fill out[:OUT_SIZE] and return the EventKind value.
 
     budget: issue slots; max_instructions: raw-instruction cap. routine_native: NativeOp per
@@ -145,7 +144,7 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
     w16, w32 = wram.view(np.uint16), wram.view(np.uint32)
     m16, m32 = mram.view(np.uint16), mram.view(np.uint32)
     wlen, mlen = np.int64(wram.shape[0]), np.int64(mram.shape[0])
-    s_lo, s_hi = np.int64(stack_lo[t]), np.int64(stack_hi[t])
+    deepest = np.int64(stack_deepest[t])
     cur = in_routine[t, 0]
     ret_idx = _NEVER
     live = np.int64(-1 if cur < 0 else 0)  # a mask; 0 inside a priced routine: its helpers are in its price
@@ -187,7 +186,7 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
                 nat = routine_native[rid]
                 if nat != 0:  # a native call: the routine's effect without entering it
                     ret = np.int64(r[1])
-                    if native_entry_ok(ret, np.int64(r[2]), base, n, s_lo, s_hi, wlen):
+                    if native_entry_ok(ret, np.int64(r[2]), base, n, wlen):
                         done, x0, x1 = native_call(nat, r[10], r[11], r[12], r[13])
                         if done:
                             param = routine_param(routine_kind[rid], np.int64(r[10]), np.int64(r[11]),
@@ -339,13 +338,13 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
         else:  # ILLEGAL
             ev, fault, faddr = _FAULT, _F_ILLEGAL, (base + 4 * idx) & M32
             break
-        # ---- write-back (rd != 0 here) and the stack check on sp writes.
+        # ---- write-back (rd != 0 here); sp writes record the deepest stack (DpuState.stack_deepest)
         r[rd] = v
         if rd == 2:
-            sp = v & M32
-            if sp < s_lo or sp > s_hi:
-                ev, fault, faddr = _FAULT, _F_STACK, sp
-                break
+            sp = np.int64(v & M32)
+            sp = sp - (np.int64(1) << 32) if sp >= 0x80000000 else sp  # below address 0 is deeper still
+            if sp < deepest:
+                deepest = sp
         idx = nxt
     # ---- translate memory classifications into events; undo the charge of what did not run.
     if memk == _M_GROW:
@@ -377,6 +376,7 @@ def run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, 
     out[11] = r[12]
     out[12] = r[17]
     out[13] = mram_accesses[t]
+    stack_deepest[t] = deepest
     return ev
 
 
@@ -401,7 +401,7 @@ _SLOT_BUDGET = 2 ** 62
 
 
 @njit(cache=True, nogil=True)
-def run_segment(code, text_address, routine_kind, routine_native, t, regs, pcs, wram, mram, stack_lo, stack_hi,
+def run_segment(code, text_address, routine_kind, routine_native, t, regs, pcs, wram, mram, stack_deepest,
                 routine_acc, in_routine, mram_accesses, left, out):
     """run_tasklet (no slot budget) until an event the caller must see, servicing what needs no Python.
 
@@ -423,8 +423,8 @@ def run_segment(code, text_address, routine_kind, routine_native, t, regs, pcs, 
     param = np.int64(0)
     done = 0
     while True:
-        ev = run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, wram, mram, stack_lo,
-                         stack_hi, routine_acc, in_routine, mram_accesses, _SLOT_BUDGET, max(left - count, 1), out)
+        ev = run_tasklet(code, text_address, routine_kind, routine_native, t, regs, pcs, wram, mram, stack_deepest,
+                         routine_acc, in_routine, mram_accesses, _SLOT_BUDGET, max(left - count, 1), out)
         slots += out[2]
         count += out[3]
         if out[6]:
@@ -486,7 +486,9 @@ class DpuState:
     """The arrays run_tasklet reads and writes for one DPU (all owned by the caller).
 
     regs uint32[24, 32], pcs uint32[24], wram uint8[65536], mram uint8[n] (n % 8 == 0, grown on
-    MRAM_GROW), stack_lo/stack_hi uint32[24] (inclusive sp bounds), routine_acc int64[24, R, 2]
+    MRAM_GROW), stack_lo uint32[24] (the bottom of each tasklet's stack), stack_deepest int64[24]
+    (the lowest sp a tasklet reached, signed: below stack_lo it overflowed, which a DPU does not check, so
+    neither does run_tasklet; cnmtune.runtime.sim.dpu reports it), routine_acc int64[24, R, 2]
     (count, param sum), in_routine int64[24, 2] (routine id or -1, return address),
     mram_accesses int64[24] (direct MRAM load/store instructions).
     """
@@ -497,7 +499,7 @@ class DpuState:
         self.wram = np.zeros(WRAM_SIZE, np.uint8)
         self.mram = np.zeros(_round8(mram_bytes), np.uint8)
         self.stack_lo = np.zeros(MAX_TASKLETS, np.uint32)
-        self.stack_hi = np.full(MAX_TASKLETS, M32, np.uint32)
+        self.stack_deepest = np.full(MAX_TASKLETS, M32, np.int64)
         self.routine_acc = np.zeros((MAX_TASKLETS, n_routines, 2), np.int64)
         self.in_routine = np.zeros((MAX_TASKLETS, 2), np.int64)
         self.in_routine[:, 0] = -1
@@ -543,7 +545,7 @@ class Interpreter:
             raise ValueError(f"routine_acc has {state.routine_acc.shape[1]} routines, "
                              f"the program {p.n_routines}")
         run_tasklet(p.code, p.text_address, p.routine_kind, p.routine_native, t, state.regs,
-                    state.pcs, state.wram, state.mram, state.stack_lo, state.stack_hi,
+                    state.pcs, state.wram, state.mram, state.stack_deepest,
                     state.routine_acc, state.in_routine, state.mram_accesses, budget,
                     max_instructions, out)
         kind, pc, slots, count, fault, address = out.tolist()[:OUT_EVENT]

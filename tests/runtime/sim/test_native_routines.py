@@ -146,7 +146,7 @@ class Harness:
         self.interpreters = {True: Interpreter(self.native), False: Interpreter(self.interpreted)}
 
     def call(self, native: bool, name: str, regs: tuple[int, int, int, int], ra: int | None = None,
-             sp: int | None = None, room: int = NATIVE_STACK_MARGIN, budget: int = 1 << 20):
+             sp: int | None = None, budget: int = 1 << 20):
         state = self.state
         sp = self.sp if sp is None else sp
         state.regs[0] = 0
@@ -155,7 +155,7 @@ class Harness:
         state.regs[0, 2] = sp
         state.regs[0, 8], state.regs[0, 9], state.regs[0, 27] = 0x1234, 0x5678, 0x9ABC
         state.pcs[0] = self.entries[name]
-        state.stack_lo[0], state.stack_hi[0] = sp - room, sp
+        state.stack_deepest[0] = sp
         state.routine_acc[:] = 0
         state.in_routine[0] = (-1, 0)
         event = self.interpreters[native].run(0, state, budget)
@@ -188,6 +188,8 @@ def test_native_results_equal_interpreted_compiler_rt(harness, name):
         seen, lo, hi, count = harness.call(True, name, regs)
         want_seen, want_lo, want_hi, want_count = harness.call(False, name, regs)
         case = f"{name}({x:#x}, {y:#x})"
+        # the interpreted routine's own stack fits the room a native call leaves (NATIVE_STACK_MARGIN)
+        assert harness.sp - int(harness.state.stack_deepest[0]) <= NATIVE_STACK_MARGIN, case
         assert seen == want_seen, case  # event, slots, callee-saved registers, routine_acc
         assert seen[0] == EventKind.ECALL and seen[6][harness.names.index(name)][0] == 1, case
         assert lo == want_lo, case
@@ -230,34 +232,27 @@ def test_bad_return_address_falls_back(harness, ra_kind):
         assert native[0][0] == EventKind.FAULT and native[0][3] == fault
 
 
-def test_stack_room_and_alignment_fall_back(harness):
+def test_wram_room_and_alignment_fall_back(harness):
     args = (0x89ABCDEF, 0x80000123, 0x3, 0x80000000)  # __moddi3 of two negative 64-bit values
-    # exactly NATIVE_STACK_MARGIN bytes: native (the differential test above interprets every
-    # routine with exactly this room, so the real routines fit in it)
+    # at a stack top: native
     assert harness.call(True, "__moddi3", args)[3] == 2
-    # 4 bytes fewer: interpreted (still no fault: the real depth is 160 bytes)
-    short = harness.call(True, "__moddi3", args, room=NATIVE_STACK_MARGIN - 4)
-    assert short == harness.call(False, "__moddi3", args, room=NATIVE_STACK_MARGIN - 4)
-    assert short[0][0] == EventKind.ECALL and short[3] > 2
-    # too little room for the routine itself (__moddi3's frame + __udivmoddi4's = 96 bytes):
-    # the same stack-overflow fault either way
-    for room in (16, 64, 90):
-        native = harness.call(True, "__moddi3", args, room=room)
-        assert native == harness.call(False, "__moddi3", args, room=room)
-        assert native[0][0] == EventKind.FAULT and native[0][3] == FaultKind.STACK_OVERFLOW
+    # fewer than NATIVE_STACK_MARGIN bytes of WRAM below sp: interpreted (the real depth is 160 bytes)
+    low = harness.call(True, "__moddi3", args, sp=NATIVE_STACK_MARGIN - 4)
+    assert low == harness.call(False, "__moddi3", args, sp=NATIVE_STACK_MARGIN - 4)
+    assert low[0][0] == EventKind.ECALL and low[3] > 2
     # a misaligned sp: the routine's own stores fault, so it is interpreted
     sp = harness.sp - 2
-    native = harness.call(True, "__mulsi3", (6, 7, 0, 0), sp=sp, room=1024)
-    assert native == harness.call(False, "__mulsi3", (6, 7, 0, 0), sp=sp, room=1024)
+    native = harness.call(True, "__mulsi3", (6, 7, 0, 0), sp=sp)
+    assert native == harness.call(False, "__mulsi3", (6, 7, 0, 0), sp=sp)
     assert native[0][0] == EventKind.FAULT and native[0][3] == FaultKind.MISALIGNED
 
 
 def test_native_entry_inside_a_routine_is_not_native(harness):
     # __muldi3 calls __mulsi3 six times; when __muldi3 itself is interpreted (here: not enough
-    # stack room for a native call), those nested entries are neither native nor recorded
+    # WRAM below sp for a native call), those nested entries are neither native nor recorded
     args = (0x12345678, 0x9ABCDEF0, 0x0FEDCBA9, 0x87654321)
-    native = harness.call(True, "__muldi3", args, room=NATIVE_STACK_MARGIN - 4)
-    interpreted = harness.call(False, "__muldi3", args, room=NATIVE_STACK_MARGIN - 4)
+    native = harness.call(True, "__muldi3", args, sp=NATIVE_STACK_MARGIN - 4)
+    interpreted = harness.call(False, "__muldi3", args, sp=NATIVE_STACK_MARGIN - 4)
     assert native == interpreted and native[3] > 2
     counts = [row[0] for row in native[0][6]]
     assert counts[harness.names.index("__muldi3")] == 1 and sum(counts) == 1
