@@ -1,7 +1,9 @@
 """The error types of cnmtune, one per cause a user can trigger.
 
 Every error carries a one-line message that names the cause (and the variant, where there
-is one); the CLI prints that line and exits with the error's ``exit_code``.
+is one). The `cnmtune` command line prints that line and exits 2 for a UsageError (the command
+line cannot run as written) and 1 for any other (the work it asked for failed); cnmtune-cc exits
+with the error's ``exit_code``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,12 @@ from __future__ import annotations
 class CnmtuneError(Exception):
     """Base of every error a user can cause; the CLI turns it into one line and an exit code."""
 
-    exit_code = 2
+    exit_code = 2  # cnmtune-cc's exit code; `cnmtune` exits 1, or 2 for a UsageError
+
+
+class UsageError(CnmtuneError):
+    """A command line that cannot run as written: a malformed value, a value the kernel does not
+    accept, options that do not go together. Nothing ran; `cnmtune` exits 2."""
 
 
 class PipelineError(CnmtuneError):
@@ -127,12 +134,17 @@ class InvalidRetime(CnmtuneError):
     """Re-timing a trace under a DpuConfig would not be exact (timing-dependent execution)."""
 
 
-class SweepError(CnmtuneError):
+class SweepError(UsageError):
     """A design sweep that cannot run as asked (unknown parameter, bad value or cost expression)."""
 
 
 class OffloadError(CnmtuneError):
     """An offload decision that cannot be made as asked (no feasible configuration, bad size grid)."""
+
+
+class OutputError(CnmtuneError):
+    """An output file that cannot be written where asked (its directory does not exist, a directory
+    in its place, no permission)."""
 
 
 class MissingExtra(CnmtuneError):

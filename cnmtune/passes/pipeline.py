@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from dataclasses import dataclass
@@ -16,6 +17,13 @@ from cnmtune.passes.vocabulary import BY_NAME, NAMES
 LEVELS: tuple[str, ...] = ("O0", "O1", "O2", "O3", "Os", "Oz")
 
 _PASS_TOKEN = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+def _unknown_pass(name: str) -> PipelineError:
+    """An unknown pass named with its closest valid names (the whole vocabulary is a long line)."""
+    close = difflib.get_close_matches(name, NAMES, n=3)
+    hint = f" (closest: {', '.join(close)})" if close else ""
+    return PipelineError(f"unknown pass {name!r}{hint}; `cnmtune passes` lists the {len(NAMES)} valid ones")
 
 
 @dataclass(frozen=True)
@@ -36,9 +44,7 @@ class Pipeline:
             raise PipelineError(f"unknown optimisation level {self.level!r}; valid: {', '.join(LEVELS)}")
         unknown = [p for p in self.passes if p not in BY_NAME]
         if unknown:
-            raise PipelineError(
-                f"unknown pass {unknown[0]!r}; valid passes: {', '.join(NAMES)}"
-            )
+            raise _unknown_pass(unknown[0])
         knobs = tuple(sorted(parse_knob(f"{name}={value}") for name, value in self.knobs))
         if len({name for name, _ in knobs}) < len(knobs):
             raise PipelineError(f"a knob is set twice: {knobs_text(self.knobs, ', ')}")
@@ -61,18 +67,23 @@ class Pipeline:
         names = [t for t in tokens if "=" not in t]
         if not names:
             raise PipelineError(f"pipeline {text!r} sets knobs but names no level or pass")
+        for name in names:
+            if name.startswith("O") and len(name) <= 2 and name not in LEVELS:
+                raise PipelineError(f"unknown optimisation level {name!r}; valid: {', '.join(LEVELS)}")
         if len(names) == 1 and names[0] in LEVELS:
             return cls(level=names[0], knobs=knobs)
-        if names[0].startswith("O") and len(names[0]) <= 2 and names[0] not in LEVELS:
-            raise PipelineError(f"unknown optimisation level {names[0]!r}; valid: {', '.join(LEVELS)}")
-        if any(name in LEVELS for name in names):
-            raise PipelineError("a pipeline is either an optimisation level or a pass sequence, not both")
         for token in names:
-            if not _PASS_TOKEN.match(token):
+            if token not in LEVELS and not _PASS_TOKEN.match(token):
                 raise PipelineError(
                     f"malformed pipeline {text!r}: {token!r} is not a pass name (LLVM options are knobs, "
                     f"e.g. unroll-count=4: {', '.join(KNOBS)}; nested pass managers are not supported)"
                 )
+        # an unknown pass first: 'O2,typo' is a typo to name, not a level mixed with passes
+        unknown = [name for name in names if name not in LEVELS and name not in BY_NAME]
+        if unknown:
+            raise _unknown_pass(unknown[0])
+        if any(name in LEVELS for name in names):
+            raise PipelineError("a pipeline is either an optimisation level or a pass sequence, not both")
         return cls(passes=tuple(names), knobs=knobs)
 
     @property

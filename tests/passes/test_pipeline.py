@@ -21,12 +21,18 @@ def test_pass_sequence_parse_and_canonical_text():
     assert pipeline.id != Pipeline.parse("instcombine,sroa,loop-rotate,loop-unroll,simplifycfg").id
 
 
-def test_unknown_pass_lists_valid_names():
+@pytest.mark.parametrize("text, unknown, closest", [
+    ("sroa,licm-typo", "licm-typo", ""),
+    ("sroa,loop-unrol", "loop-unrol", " (closest: loop-unroll, loop-unroll-and-jam"),
+    ("O2,nosuchpass", "nosuchpass", ""),  # after a level too: the typo is the cause, not the level
+    ("nosuchpass,O2", "nosuchpass", ""),
+])
+def test_an_unknown_pass_is_named_with_its_closest_names_in_one_short_line(text, unknown, closest):
     with pytest.raises(PipelineError) as err:
-        Pipeline.parse("sroa,licm-typo")
+        Pipeline.parse(text)
     message = str(err.value)
-    assert "licm-typo" in message
-    assert all(name in message for name in NAMES)
+    assert message.startswith(f"unknown pass {unknown!r}{closest}")
+    assert message.endswith(f"`cnmtune passes` lists the {len(NAMES)} valid ones") and len(message) < 160
 
 
 @pytest.mark.parametrize("text", ["", "  ", "sroa,,dce", "O9", "loop-unroll<count=4>", "function(sroa)"])
@@ -38,6 +44,11 @@ def test_malformed_pipelines_are_refused(text):
 def test_level_and_passes_are_exclusive():
     with pytest.raises(PipelineError):
         Pipeline(level="O2", passes=("sroa",))
+    for text in ("O2,sroa", "sroa,O2"):
+        with pytest.raises(PipelineError, match="either an optimisation level or a pass sequence, not both"):
+            Pipeline.parse(text)
+    with pytest.raises(PipelineError, match="unknown optimisation level 'O5'"):
+        Pipeline.parse("sroa,O5")
     assert Pipeline() == Pipeline(level="O0")
 
 

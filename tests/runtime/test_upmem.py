@@ -605,11 +605,11 @@ def test_cli_without_sdk_prints_one_line_and_exits_2(tmp_path):
     env["PATH"] = os.path.dirname(sys.executable)  # python only: no SDK on PATH
     result = subprocess.run([sys.executable, "-m", "cnmtune", "run", "va", "--device", "upmem-sim", "-s", "small"],
                             capture_output=True, text=True, timeout=300, env={**env, "COLUMNS": "80"})
-    assert result.returncode == 2
+    assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "UPMEM SDK not found" in lines[0] and "upmem_env.sh" in lines[0]
     result = _cnmtune("run", "va", "--device", "upmem-hw", "--sdk-dir", str(tmp_path / "none"))
-    assert result.returncode == 2 and f"given by --sdk-dir={tmp_path / 'none'}" in result.stderr
+    assert result.returncode == 1 and f"given by --sdk-dir={tmp_path / 'none'}" in result.stderr
     result = _cnmtune("run", "va", "--device", "gpu")
     assert result.returncode == 2 and "unknown device 'gpu'" in result.stderr
 
@@ -618,7 +618,7 @@ def test_cli_upmem_device_compiles_with_the_sdk(tmp_path):
     """Stand-in SDK on the command line: upmem-sim compiles with the SDK's clang."""
     _, log = make_sdk(tmp_path / "sdk", compile_error="task.c:1:1: error: stand-in refuses\n")
     result = _cnmtune("run", "va", "--device", "upmem-sim", "--sdk-dir", str(tmp_path / "sdk"), "-s", "small")
-    assert result.returncode == 2 and "stand-in refuses" in result.stderr
+    assert result.returncode == 1 and "stand-in refuses" in result.stderr
     assert [tool for tool, _ in calls(log)][-1] == CLANG  # the SDK's clang, not the proxy
 
 

@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from cnmtune.errors import CnmtuneError
+from cnmtune.errors import CnmtuneError, UsageError
 from cnmtune.runtime.hostapi import host_environment
 
 DPU_COMPILER = "dpu-upmem-dpurte-clang"
@@ -75,19 +76,32 @@ class AppRun:
     sets: list[SetTimes] = field(default_factory=list)
 
     @property
+    def killed_by(self) -> str | None:
+        """The signal that ended the host program ('SIGSEGV'); None when it exited."""
+        if self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:  # a real-time signal has no name
+            return f"signal {-self.returncode}"
+
+    @property
     def kernel_s(self) -> float:
         """Simulated DPU kernel seconds of every launch of every set."""
         return sum(s.kernel_s for s in self.sets)
 
     def to_dict(self) -> dict:
         """The JSON form (what `cnmtune app run --json` prints)."""
-        return {"command": self.command, "returncode": self.returncode, "wall_s": self.wall_s,
-                "kernel_s": self.kernel_s, "sets": [vars(s) | {"kernel_per_launch_s": list(s.kernel_per_launch_s)}
-                                                    for s in self.sets]}
+        return {"command": self.command, "returncode": self.returncode, "killed_by": self.killed_by,
+                "wall_s": self.wall_s, "kernel_s": self.kernel_s,
+                "sets": [vars(s) | {"kernel_per_launch_s": list(s.kernel_per_launch_s)} for s in self.sets]}
 
 
 def make_variables(dpus: int | None, tasklets: int | None, extra: Sequence[str]) -> dict[str, str]:
-    """NR_DPUS / NR_TASKLETS and NAME=VALUE items as make variables."""
+    """NR_DPUS / NR_TASKLETS and NAME=VALUE items, as given on the command line, as make variables;
+    a DPU count the simulator cannot allocate is refused before anything is built."""
+    from cnmtune.runtime.hostapi.server import MAX_DPUS
+
     variables: dict[str, str] = {}
     if dpus is not None:
         variables["NR_DPUS"] = str(dpus)
@@ -96,9 +110,28 @@ def make_variables(dpus: int | None, tasklets: int | None, extra: Sequence[str])
     for item in extra:
         name, equals, value = item.partition("=")
         if not equals or not name.strip().isidentifier():
-            raise AppError(f"make variable {item!r}: expected NAME=VALUE")
+            raise UsageError(f"make variable {item!r}: expected NAME=VALUE")
         variables[name.strip()] = value
+    nr_dpus = variables.get("NR_DPUS", "").strip()
+    if nr_dpus.lstrip("-").isdigit() and not 1 <= int(nr_dpus) <= MAX_DPUS:
+        raise UsageError(f"NR_DPUS={nr_dpus}: an application allocates 1 to {MAX_DPUS:,} DPUs (a whole UPMEM "
+                         "system, the most the simulator serves)")
     return variables
+
+
+def tail(text: str, limit: int) -> str:
+    """The end of `text` in at most `limit` characters, for an error to quote: cut before a line,
+    or in a longer last line before a word, never inside one; '...' marks the cut."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    window = text[-limit:]
+    if text[-limit - 1] not in "\n ":  # the window starts inside a line: skip to the next line, or word
+        for boundary in ("\n", " "):
+            if boundary in window:
+                window = window[window.index(boundary) + 1:]
+                break
+    return "..." + window.lstrip()
 
 
 @dataclass(frozen=True)
@@ -184,7 +217,7 @@ class AppProject:
         """Every command line of a full build with `variables` (`make -n -B`), as make prints them."""
         done = self._make(variables, "-n", "-B")
         if done.returncode != 0:
-            raise AppError(f"`make -n -B` failed in {self.root}: {done.stderr.strip()[-800:]}")
+            raise AppError(f"`make -n -B` failed in {self.root}: {tail(done.stderr, 800)}")
         return done.stdout
 
     def plan(self, variables: Mapping[str, str]) -> MakePlan:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.app.project import AppError, AppProject, MakePlan
+from cnmtune.plugin.app.project import AppError, AppProject, MakePlan, tail
 from cnmtune.plugin.cc.args import BuildFailed, Invocation, parse_args
 
 @dataclass
@@ -100,7 +100,7 @@ def build_dpu_program(project: AppProject, lines: Sequence[Sequence[str]], pipel
                 build(parse_args(list(argv[1:])))
             except (BuildFailed, CnmtuneError) as exc:
                 detail = getattr(exc, "diagnostics", "") or str(exc) or notices.getvalue()
-                raise AppError(f"{shlex.join(argv)} with pipeline {pipeline}: {detail.strip()[-600:]}") from exc
+                raise AppError(f"{shlex.join(argv)} with pipeline {pipeline}: {tail(detail, 600)}") from exc
 
 
 def _invocations(project: AppProject, lines: Sequence[Sequence[str]]) -> list[Invocation]:
@@ -116,7 +116,8 @@ def _measure(project: AppProject, args: Sequence[str], timeout_s: float | None) 
         return None, str(exc)
     if run.returncode != 0:
         last = (run.stdout + run.stderr).strip().splitlines()[-1:] or ["no output"]
-        return None, f"exit {run.returncode}: {last[0]}"
+        ended = f"killed by {run.killed_by}" if run.killed_by else f"exit {run.returncode}"
+        return None, f"{ended}: {last[0]}"
     if not run.sets or not any(s.launches for s in run.sets):
         return None, "the application launched no DPU program"
     return run.kernel_s, ""
@@ -159,7 +160,7 @@ def tune_app(project: AppProject, args: Sequence[str], variables: Mapping[str, s
     if baseline.returncode != 0 or not baseline.sets:
         raise AppError(f"the default build does not run: {' '.join(baseline.command)} exited {baseline.returncode}"
                        f"{'' if baseline.sets else ' without allocating DPUs'}: "
-                       f"{(baseline.stdout + baseline.stderr).strip()[-400:]}")
+                       f"{tail(baseline.stdout + baseline.stderr, 400)}")
     nr_dpus = baseline.sets[0].nr_dpus
     report = AppTuneReport(project.root.name, list(args), nr_dpus, tasklets, baseline.kernel_s,
                            sum(s.launches for s in baseline.sets))

@@ -2,18 +2,25 @@
 
 `main` is the one error handler of every command: whatever stops a command ends in one line on
 stderr (and ``{"error": line}`` on stdout when the command line asks for --json) and a non-zero
-exit code; ``-v`` adds the traceback for bug reports.
+exit code, 2 for a command line that cannot run as written (a usage error) and 1 for work that
+failed; ``-v`` adds the traceback for bug reports.
+
+Help shows its text as written: rich markup mode with the text escaped, not markdown, which
+would eat `*`, `_` and `<...>` (``frequency_mhz*1.0`` would show as an emphasis).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import sys
 import traceback
 
 import typer
+from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
 
-from cnmtune.errors import CnmtuneError
+from cnmtune.errors import CnmtuneError, UsageError
 from cnmtune.extras import missing_extra
 from cnmtune.plugin.cli.application import application_app
 from cnmtune.plugin.cli.build import compare_command, compile_command, features_command
@@ -22,17 +29,85 @@ from cnmtune.plugin.cli.dataset import dataset_app
 from cnmtune.plugin.cli.model import model_app
 from cnmtune.plugin.cli.new import new_command
 from cnmtune.plugin.cli.offload import offload_command
-from cnmtune.plugin.cli.output import console, print_error, set_verbosity, verbosity
+from cnmtune.plugin.cli.output import FAILURE_EXIT, USAGE_EXIT, console, print_error, set_verbosity, verbosity
 from cnmtune.plugin.cli.run import run_command
 from cnmtune.plugin.cli.sweep import sweep_command
 from cnmtune.plugin.cli.tune import tune_command
+
+VERBOSE_HELP = "with an error, also print its traceback"
+QUIET_HELP = "no progress bars or notes; results and errors still print"
+
+
+def _literal(text: str | None) -> str | None:
+    """Help text shown as written: rich markup escaped, each paragraph's lines joined (rich mode
+    keeps a docstring's line breaks after its first paragraph)."""
+    if not text:
+        return text
+    return escape("\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n")))
+
+
+def _also_verbose(value: bool) -> None:
+    if value:
+        set_verbosity(True, verbosity.quiet)
+
+
+def _also_quiet(value: bool) -> None:
+    if value:
+        set_verbosity(verbosity.verbose, True)
+
+
+def _verbosity_flags(  # eager: in effect before another option's value is refused
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP, expose_value=False, is_eager=True,
+                                 callback=_also_verbose),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP, expose_value=False, is_eager=True,
+                               callback=_also_quiet),
+) -> None:
+    """The global -v and -q, taken after a command's name too (`cnmtune run -q va`)."""
+
+
+def _flag_params() -> list:
+    holder = typer.Typer(add_completion=False)
+    holder.command()(_verbosity_flags)
+    return typer.main.get_command(holder).params
+
+
+class LiteralCommand(TyperCommand):
+    """A command whose help shows as written, taking the global -v and -q after its name too."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.help = _literal(self.help)
+        for param in self.params:
+            param.help = _literal(getattr(param, "help", None))
+        self.params += _flag_params()
+
+
+class LiteralGroup(TyperGroup):
+    """A command group whose help shows as written."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.help = _literal(self.help)
+        for param in self.params:
+            param.help = _literal(param.help)
+
+
+def _literal_help(typer_app: typer.Typer) -> None:
+    """Every command and group of `typer_app`, however deep, built as a Literal one."""
+    for command in typer_app.registered_commands:
+        command.cls = LiteralCommand
+    for group in typer_app.registered_groups:
+        group.cls = LiteralGroup
+        _literal_help(group.typer_instance)
+
 
 app = typer.Typer(
     help="cnmtune: tune UPMEM DPU kernels with LLVM pass pipelines and a learned cost model.",
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode="markdown",  # a docstring's line breaks are not kept in the help text
+    rich_markup_mode="rich",
+    cls=LiteralGroup,
 )
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(model_app, name="model")
@@ -42,6 +117,7 @@ for name, command in (("tune", tune_command), ("sweep", sweep_command), ("offloa
                       ("run", run_command), ("kernels", kernels_command), ("passes", passes_command),
                       ("new", new_command)):
     app.command(name)(command)
+_literal_help(app)
 
 
 def package_version() -> str:
@@ -62,9 +138,8 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def global_options(
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="with an error, also print its traceback"),
-    quiet: bool = typer.Option(False, "--quiet", "-q",
-                               help="no progress bars or notes; results and errors still print"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                  help="print the version and exit"),
 ) -> None:
@@ -93,12 +168,12 @@ def _error_line(exc: Exception) -> tuple[str, int]:
     if isinstance(exc, typer.TyperException):  # a usage error: unknown option, bad value, ...
         return _usage_line(exc), exc.exit_code
     if isinstance(exc, typer.Abort):
-        return "aborted", 1
+        return "aborted", FAILURE_EXIT
     if isinstance(exc, ModuleNotFoundError):
         exc = missing_extra(exc) or exc
     if isinstance(exc, CnmtuneError):
-        return str(exc), exc.exit_code
-    return f"unexpected {type(exc).__name__}: {exc} (a cnmtune bug; rerun with -v for the traceback)", 1
+        return str(exc), USAGE_EXIT if isinstance(exc, UsageError) else FAILURE_EXIT
+    return f"unexpected {type(exc).__name__}: {exc} (a cnmtune bug; rerun with -v for the traceback)", FAILURE_EXIT
 
 
 def _usage_line(exc: typer.TyperException) -> str:

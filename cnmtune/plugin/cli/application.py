@@ -12,7 +12,8 @@ from rich.table import Table
 
 from cnmtune.plugin.app import AppProject, AppRun, make_variables
 from cnmtune.runtime.hostapi import host_environment
-from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note, phase_bars, print_pipeline_legend
+from cnmtune.plugin.cli.output import (FAILURE_EXIT, console, emit_json, milliseconds, note, phase_bars,
+                                      print_error, print_pipeline_legend)
 
 application_app = typer.Typer(
     help="Build and run unmodified UPMEM applications (a C host on the SDK's dpu.h, DPU C, a Makefile in "
@@ -69,13 +70,17 @@ def run_command(directory: Path = DIRECTORY,
         emit_json(run.to_dict() | {"stdout": run.stdout, "stderr": run.stderr})
     else:
         console.print(_times_table(run, project))
+    if run.killed_by:  # named as a shell does (a negative code would exit as 256 - N); --json's record names it
+        print_error(f"host program killed by {run.killed_by}", as_json=False)
+        raise typer.Exit(FAILURE_EXIT)
     if run.returncode != 0:
         raise typer.Exit(run.returncode)
 
 
 def _times_table(run: AppRun, project: AppProject) -> Table:
     name = project.host_binary.relative_to(project.root)
-    table = Table(title=f"{name} {' '.join(run.command[1:])}: exit {run.returncode}, {run.wall_s:.2f} s wall; "
+    ended = f"killed by {run.killed_by}" if run.killed_by else f"exit {run.returncode}"
+    table = Table(title=f"{shlex.join([str(name), *run.command[1:]])}: {ended}, {run.wall_s:.2f} s wall; "
                         "simulated times")
     for column in ("set", "DPUs", "launches", "DPU kernel (ms)", "CPU-DPU (ms)", "DPU-CPU (ms)"):
         table.add_column(column, justify="right", no_wrap=True)

@@ -11,9 +11,9 @@ import typer
 from rich.table import Table
 
 from cnmtune.atomic import atomic_write
-from cnmtune.errors import CnmtuneError
-from cnmtune.passes import Pipeline, random_pipeline
-from cnmtune.plugin.cli.options import DEFINES, parse_defines
+from cnmtune.errors import OutputError, UsageError
+from cnmtune.passes import random_pipeline
+from cnmtune.plugin.cli.options import DEFINES, parse_defines, parse_pipeline
 from cnmtune.plugin.cli.output import console, emit_json, note
 from cnmtune.plugin.compare import SUMMARY_ROWS, comparison_record, comparison_table, compile_all, plot_histograms
 from cnmtune.runtime.registry import find_kernel
@@ -30,10 +30,15 @@ def compile_command(
     as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of a table"),
 ) -> None:
     """Compile a kernel for the DPU proxy and write the ELF."""
-    variant = Variant.of(find_kernel(kernel_dir), Pipeline.parse(pipeline), tasklets, parse_defines(define))
+    kernel = find_kernel(kernel_dir)
+    variant = Variant.of(kernel, parse_pipeline(pipeline), tasklets, parse_defines(define, kernel))
+    if not output.parent.is_dir():  # as a compiler: a typo in -o must not leave new directories behind
+        raise OutputError(f"cannot write {output}: no directory {output.parent}")
     binary = ProxyToolchain().compile(variant)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(binary.elf_path, output)
+    try:
+        shutil.copyfile(binary.elf_path, output)
+    except OSError as exc:  # a directory in its place, no permission
+        raise OutputError(f"cannot write {output}: {exc.strerror}") from None
     memory = binary.memory
     record = {
         "variant": variant.label, "elf": str(output), "elf_hash": binary.elf_hash,
@@ -104,7 +109,7 @@ def _lowered(elf: Path, found) -> dict:
     from cnmtune.costmodel.analysis.lowering import lowered_summary
 
     if found.toolchain != "proxy":
-        raise CnmtuneError(f"{elf}: --lowered applies to proxy ELFs; this one already holds DPU code")
+        raise UsageError(f"{elf}: --lowered applies to proxy ELFs; this one already holds DPU code")
     return lowered_summary(elf)
 
 
@@ -130,12 +135,12 @@ def compare_command(
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
 ) -> None:
     """Compile one kernel under several pipelines and compare their static features."""
-    pipelines = [Pipeline.parse(text) for text in pipeline]
+    pipelines = [parse_pipeline(text) for text in pipeline]
     pipelines += [random_pipeline(random_length, seed=seed + k) for k in range(random)]
     if not pipelines:
-        raise CnmtuneError("nothing to compare: give --pipeline P (repeatable) and/or --random N")
+        raise UsageError("nothing to compare: give --pipeline P (repeatable) and/or --random N")
     kernel = find_kernel(kernel_dir)
-    defines = parse_defines(define)
+    defines = parse_defines(define, kernel)
     variants = [Variant.of(kernel, p, tasklets, defines) for p in pipelines]
     compiled = compile_all(ProxyToolchain(), variants)
     records = comparison_record(compiled)

@@ -14,7 +14,7 @@ from rich import box
 from rich.table import Table
 
 from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
-from cnmtune.errors import CnmtuneError
+from cnmtune.errors import CnmtuneError, UsageError
 from cnmtune.plugin.cli.output import ProgressLines, console, emit_json, err_console, note
 
 model_app = typer.Typer(help="Train, fine-tune and evaluate the L2P cost model (ONNX).",
@@ -27,7 +27,7 @@ def _names(text: str | None) -> list[str] | None:
 
 def _onnx_path(path: Path) -> Path:
     if path.suffix != ".onnx":
-        raise CnmtuneError(f"output {path} must end in .onnx (the checkpoint goes beside it as .pt)")
+        raise UsageError(f"output {path} must end in .onnx (the checkpoint goes beside it as .pt)")
     return path
 
 
@@ -115,12 +115,12 @@ def train_command(
 
     output = _onnx_path(output)
     if split not in ("row", "binary"):
-        raise CnmtuneError(f"--split must be 'row' or 'binary', not {split!r}")
+        raise UsageError(f"--split must be 'row' or 'binary', not {split!r}")
     try:
         config = L2PConfig(targets=tuple(_names(targets) or ()), dropout=dropout, log_inputs=log_inputs, prior=prior,
                            block_prior=block_prior)
     except ValueError as exc:
-        raise CnmtuneError(f"--targets/--dropout: {exc}") from None
+        raise UsageError(f"--targets/--dropout: {exc}") from None
     samples = load_samples(db).select(_names(kernels), _names(exclude))
     if not len(samples):
         raise CnmtuneError(f"{db}: no samples left after --kernels/--exclude")
@@ -208,7 +208,7 @@ def finetune_command(
     output = _onnx_path(output)
     checkpoint = {".onnx": base.with_suffix(".pt"), ".pt": base}.get(base.suffix)
     if checkpoint is None:
-        raise CnmtuneError(f"base model {base} must be an .onnx file (with its .pt beside it) or a .pt checkpoint")
+        raise UsageError(f"base model {base} must be an .onnx file (with its .pt beside it) or a .pt checkpoint")
     model, meta = load_checkpoint(checkpoint)
     if "schema" not in meta:
         raise CnmtuneError(f"{checkpoint}: checkpoint metadata names no feature schema")
@@ -268,7 +268,7 @@ def evaluate_command(
 
     parts = ("train", "val", "test")
     if rows not in ("all", *parts) or split not in ("row", "binary"):
-        raise CnmtuneError(f"--rows must be all, train, val or test and --split row or binary, not {rows!r} / "
+        raise UsageError(f"--rows must be all, train, val or test and --split row or binary, not {rows!r} / "
                            f"{split!r}")
     scorer = Scorer(model, intra_op_threads=threads)
     samples = load_samples(db, scorer.schema).select(_names(kernels))

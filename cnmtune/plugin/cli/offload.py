@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from cnmtune.atomic import atomic_write
-from cnmtune.errors import OffloadError
+from cnmtune.errors import UsageError
 from cnmtune.plugin.offload.decide import (
     DEFAULT_DPUS,
     DEFAULT_SHARE_CAP,
@@ -19,7 +19,7 @@ from cnmtune.plugin.offload.decide import (
     decide,
     header_text,
 )
-from cnmtune.plugin.cli.options import DEFINES, int_list, parse_defines, size_value
+from cnmtune.plugin.cli.options import DEFINES, int_list, parse_defines, parse_pipeline, size_value
 from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note, phase_bars
 
 
@@ -57,9 +57,10 @@ def offload_command(
     time of the same computation, per size, with the size at which the decision flips."""
 
     if cpu not in ("auto", "native", "numpy"):
-        raise OffloadError(f"unknown --cpu {cpu!r}; choose auto, native or numpy")
+        raise UsageError(f"unknown --cpu {cpu!r}; choose auto, native or numpy")
     if repeats < 1:
-        raise OffloadError("--repeats must be at least 1")
+        raise UsageError("--repeats must be at least 1")
+    parse_pipeline(pipeline)  # a bad one is refused here, as a usage error, before any kernel is measured
     defines = tuple(parse_defines(define).items())
     reports: list[OffloadReport] = []
     with phase_bars(label_width=16) as bars:
@@ -68,8 +69,8 @@ def offload_command(
                                sizes=tuple(size_value(s) for s in sizes.split(",") if s.strip()) if sizes else None,
                                min_size=None if min_size is None else size_value(min_size),
                                max_size=None if max_size is None else size_value(max_size), factor=factor,
-                               dpus=int_list(dpus, "dpus", OffloadError),
-                               tasklets=int_list(tasklets, "tasklets", OffloadError), pipeline=pipeline,
+                               dpus=int_list(dpus, "dpus"), tasklets=int_list(tasklets, "tasklets"),
+                               pipeline=pipeline,
                                defines=defines, cpu=cpu, repeats=repeats, min_speedup=min_speedup,
                                bisect_steps=bisect, share_cap=share_cap)
             reports.append(decide(spec, progress=bars.of(name)))

@@ -20,6 +20,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+USAGE_EXIT = 2  # the command line cannot run as written (cnmtune.errors.UsageError, typer's usage errors)
+FAILURE_EXIT = 1  # the work failed
+
 console = Console()  # results: tables and lines a user reads
 err_console = Console(stderr=True)  # progress bars and notes on stderr; silent under -q
 _error_console = Console(stderr=True)  # errors and warnings: shown even under -q

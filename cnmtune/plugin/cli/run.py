@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from cnmtune.passes import Pipeline
-from cnmtune.plugin.cli.options import DEFINES, PARAMS, kernel_size, parse_defines, parse_params
+from cnmtune.plugin.cli.options import (DEFINES, PARAMS, check_device, kernel_size, parse_defines, parse_params,
+                                       parse_pipeline)
 from cnmtune.plugin.cli.output import console, emit_json, milliseconds
 from cnmtune.runtime.registry import find_runnable_kernel
 from cnmtune.runtime.toolchain import Variant
@@ -33,9 +33,9 @@ def run_command(
     """Compile, run on a device (default: the embedded DPU simulator), verify against numpy, report."""
     from cnmtune.runtime.target import make_target
 
-    target = make_target(device, sdk_dir=sdk_dir)
+    target = make_target(check_device(device), sdk_dir=sdk_dir)
     kernel = find_runnable_kernel(kernel_dir)
-    variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, parse_defines(define))
+    variant = Variant.of(kernel, parse_pipeline(pipeline), tasklets, parse_defines(define, kernel))
     given = parse_params(kernel, param)
     result = target.run(variant, dpus, kernel_size(kernel, size), seed=seed, params=given)
     if as_json:

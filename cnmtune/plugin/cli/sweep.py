@@ -18,7 +18,6 @@ from rich.table import Table
 
 from cnmtune.atomic import atomic_write
 from cnmtune.errors import SweepError
-from cnmtune.passes import Pipeline
 from cnmtune.plugin.sweep.design import (
     PARAMETERS,
     CostExpression,
@@ -26,7 +25,7 @@ from cnmtune.plugin.sweep.design import (
     parameter_help,
     parse_param,
 )
-from cnmtune.plugin.cli.options import DEFINES, kernel_size, parse_defines
+from cnmtune.plugin.cli.options import DEFINES, kernel_size, parse_defines, parse_pipeline
 from cnmtune.plugin.cli.output import console, emit_json, err_console, milliseconds, note
 from cnmtune.plugin.sweep.evaluate import KernelSweep, sweep_trace_set
 from cnmtune.runtime.sim.traces import MANIFEST, TraceSet, load_trace_set, obtain_trace_set
@@ -109,7 +108,7 @@ def _trace_set(item: str, pipeline: str, tasklets: int | None, define: list[str]
     if (Path(item) / MANIFEST).is_file():  # an existing recorded run
         return load_trace_set(Path(item)), False
     kernel = find_kernel(item)
-    variant = Variant.of(kernel, Pipeline.parse(pipeline), tasklets, parse_defines(define))
+    variant = Variant.of(kernel, parse_pipeline(pipeline), tasklets, parse_defines(define, kernel))
     problem = kernel_size(kernel, size)
     return obtain_trace_set(variant, dpus, problem, seed, None, base, root, toolchain, rerecord)
 

@@ -9,8 +9,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from cnmtune.errors import CnmtuneError
-from cnmtune.plugin.cli.options import DEFINES, PARAMS, int_list, kernel_size, parse_defines, parse_params
+from cnmtune.errors import CnmtuneError, UsageError
+from cnmtune.plugin.cli.options import (DEFINES, PARAMS, check_device, int_list, kernel_size, parse_defines,
+                                       parse_params)
 from cnmtune.plugin.cli.output import (console, emit_json, milliseconds, note, phase_bars, print_pipeline_legend,
                                       warn)
 from cnmtune.plugin.tune import TUNE_TASKLETS, TuneReport, TuneSpec, tune
@@ -76,24 +77,26 @@ def tune_command(
     for option, value, least in (("--pipelines", pipelines, 1), ("--top-k", top_k, 1), ("--workers", workers, 1),
                                  ("--rounds", rounds, 1), ("--max-runs", max_runs, 1)):
         if value is not None and value < least:
-            raise CnmtuneError(f"{option} must be >= {least}, got {value}")
+            raise UsageError(f"{option} must be >= {least}, got {value}")
     if not 0 <= exploration <= 1:
-        raise CnmtuneError(f"--exploration must be between 0 and 1, got {exploration}")
+        raise UsageError(f"--exploration must be between 0 and 1, got {exploration}")
     if app is not None:
         from cnmtune.plugin.cli.application import tune_app_command
 
+        if kernel is not None:  # the application's DPU program is what is tuned: a kernel too is ambiguous
+            raise UsageError(f"give a kernel ({kernel}) or --app {app}, not both")
         tune_app_command(app, run, var, dpus, pipelines, seed, knobs, top_k, model, save, as_json)
         return
     if kernel is None:
-        raise CnmtuneError("give a kernel to tune (see `cnmtune kernels`), or an application with --app DIR")
+        raise UsageError("give a kernel to tune (see `cnmtune kernels`), or an application with --app DIR")
     found = find_kernel(kernel)
     spec = TuneSpec(kernel=kernel, size=kernel_size(found, size), pipelines=pipelines, seed=seed,
                     dpus=int_list(dpus, "dpus") if dpus else None, tasklets=int_list(tasklets, "tasklets"),
                     top_k=top_k, objective=objective, max_runs=max_runs, tune_defines=tune_defines, knobs=knobs,
                     model=str(model) if model else None,
-                    exhaustive=exhaustive, budget_s=budget_s, device=device,
+                    exhaustive=exhaustive, budget_s=budget_s, device=check_device(device),
                     sdk_dir=str(sdk_dir) if sdk_dir else None, rounds=rounds, exploration=exploration, adapt=adapt, screen=screen,
-                    defines=tuple(parse_defines(define).items()),
+                    defines=tuple(parse_defines(define, found).items()),
                     params=tuple(parse_params(found, param).items()))
     with Store(db) if db is not None else nullcontext() as store, make_executor(workers, scheduler) as executor, \
             phase_bars() as progress:

@@ -22,6 +22,7 @@ class ScaledAdd(Workload):
     name = "{{name}}"  # `cnmtune run {{name}}`, the store and the reports use this name
     defines = {"BL": 10}  # compiled as -DBL=10 unless `-D BL=...` or the tuner chooses another
     define_choices = {"BL": tuple(range(3, 12))}  # 2^BL-byte blocks: 8..2048 bytes, the DMA limits
+    tuned_defines = ("BL",)  # BL changes only the speed, never Y: `cnmtune tune` searches its choices
     nr_tasklets = 16  # NR_TASKLETS unless --tasklets says otherwise
     sizes = {"small": 4096, "default": 65536}  # presets for --size
     params = {"alpha": 3}  # run-time parameters: --param alpha=5

@@ -91,13 +91,14 @@ def test_compare_prints_three_different_histograms(tmp_path):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _error(result: subprocess.CompletedProcess) -> str:
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+def _error(result: subprocess.CompletedProcess, exit_code: int = 1) -> str:
+    """stderr of a command that failed (exit code 1) or could not run as written (2)."""
+    assert result.returncode == exit_code, (result.returncode, result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
     return result.stderr
 
 
-def test_broken_c_exit_code_2_with_compiler_message(tmp_path):
+def test_broken_c_exit_code_1_with_compiler_message(tmp_path):
     (tmp_path / "bad" / "dpu").mkdir(parents=True)
     (tmp_path / "bad" / "dpu" / "task.c").write_text("int main(void) { return 1 +; }\n")
     message = _error(cnmtune("compile", str(tmp_path / "bad"), "-o", str(tmp_path / "x.elf")))
@@ -105,8 +106,14 @@ def test_broken_c_exit_code_2_with_compiler_message(tmp_path):
 
 
 def test_unknown_pass_exit_code_2():
-    message = _error(cnmtune("compile", str(VA_DIR), "-p", "sroa,notapass", "-o", "/dev/null"))
-    assert "unknown pass 'notapass'" in message and "loop-unroll" in message
+    message = _error(cnmtune("compile", str(VA_DIR), "-p", "sroa,loop-unrol", "-o", "/dev/null"), 2)
+    assert "unknown pass 'loop-unrol' (closest: loop-unroll" in message and "`cnmtune passes`" in message
+    assert message.count("\n") == 1 and len(message) < 160  # one short line, not the whole vocabulary
+
+
+def test_compile_refuses_a_directory_as_its_output(tmp_path):
+    message = _error(cnmtune("compile", str(VA_DIR), "-o", str(tmp_path)))
+    assert message == f"error: cannot write {tmp_path}: Is a directory\n"
 
 
 def test_not_an_elf(tmp_path):
@@ -139,14 +146,14 @@ def test_real_dpu_elf_is_recognised(va_elf, tmp_path):
     assert "DPU" in message and ("self-check" in message or "8-byte DPU" in message)
 
 
-def test_iram_overflow_exit_code_2(tmp_path):
+def test_iram_overflow_exit_code_1(tmp_path):
     body = "\n".join(f"    sink[{i % 64}] = sink[{(i * 7) % 64}] + {i};" for i in range(3000))
     (tmp_path / "big" / "dpu").mkdir(parents=True)
     (tmp_path / "big" / "dpu" / "task.c").write_text(f"volatile int sink[64];\nint main(void) {{\n{body}\nreturn 0;\n}}\n")
     assert "IRAM overflow" in _error(cnmtune("compile", str(tmp_path / "big"), "-p", "O0", "-o", str(tmp_path / "b.elf")))
 
 
-def test_wram_overflow_exit_code_2(tmp_path):
+def test_wram_overflow_exit_code_1(tmp_path):
     (tmp_path / "fat" / "dpu").mkdir(parents=True)
     (tmp_path / "fat" / "dpu" / "task.c").write_text("char big[70000];\nint main(void) { return big[3]; }\n")
     assert "WRAM overflow" in _error(cnmtune("compile", str(tmp_path / "fat"), "-o", str(tmp_path / "f.elf")))

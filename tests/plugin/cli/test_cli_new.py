@@ -1,6 +1,7 @@
 """`cnmtune new`: the generated kernel compiles, runs on the embedded simulator and verifies as
-generated, by name and by path; bad names and existing targets are refused in one line; and
-`cnmtune offload` decides for it although it has no `large` preset (issue 16)."""
+generated, by name and by path, and declares BL tuned, as docs/own_kernel.md shows it; bad names,
+names of registered kernels and existing targets are refused in one line; and `cnmtune offload`
+decides for it although it has no `large` preset (issue 16)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import pytest
 from cnmtune.errors import OffloadError
 from cnmtune.plugin.cli.new import create_kernel
 from cnmtune.plugin.offload.decide import OffloadSpec, decide
+from cnmtune.runtime.kernel import Kernel
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "own_kernel.md"
 
 
 def cnmtune(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -22,9 +26,9 @@ def cnmtune(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=300, check=False)
 
 
-def one_line_error(result: subprocess.CompletedProcess) -> str:
+def one_line_error(result: subprocess.CompletedProcess, exit_code: int) -> str:
     """The error line of a refused command, after checking it is all it printed on stderr."""
-    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert result.returncode == exit_code, (result.returncode, result.stderr)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     return lines[0].removeprefix("error: ")
@@ -64,13 +68,32 @@ def test_the_new_kernel_runs_by_path_with_its_define_and_parameter(workdir):
     assert record["params"] == {"alpha": -7} and record["seed"] == 0  # the record says how it was run
 
 
-@pytest.mark.parametrize("name, cause", [("mykernel", "mykernel already exists; choose another name or --dir"),
-                                         ("my-kernel", "invalid kernel name 'my-kernel': use letters, digits "
-                                                       "and '_', not starting with a digit")])
-def test_an_existing_target_or_an_invalid_name_is_refused(workdir, name, cause):
+VA = Path(__file__).resolve().parents[3] / "benchmarks" / "prim" / "va"
+
+
+@pytest.mark.parametrize("name, exit_code, cause", [
+    ("mykernel", 1, "mykernel already exists; choose another name or --dir"),
+    ("my-kernel", 2, "invalid kernel name 'my-kernel': use letters, digits and '_', not starting with a digit"),
+    # a path wins over a name: the new kernel would shadow the built-in one in this directory only
+    ("VA", 2, f"'VA' is the name of the kernel in {VA}; `cnmtune run VA` would run one or the other depending "
+              "on the directory: choose another name"),
+])
+def test_an_existing_target_an_invalid_or_a_registered_name_is_refused(workdir, name, exit_code, cause):
     before = sorted(p.relative_to(workdir) for p in workdir.rglob("*"))
-    assert one_line_error(cnmtune("new", name, cwd=workdir)) == cause
+    assert one_line_error(cnmtune("new", name, cwd=workdir), exit_code) == cause
     assert sorted(p.relative_to(workdir) for p in workdir.rglob("*")) == before  # nothing written
+
+
+def test_the_new_kernel_declares_its_block_size_tuned_as_the_guide_shows(workdir):
+    workload = Kernel.load(workdir / "mykernel").workload
+    assert workload.tuned_defines == ("BL",) and set(workload.define_choices) == {"BL"}
+    # the guide's copy of the class attributes is the template's, tuned_defines included
+    doc = DOC.read_text()
+    shown = doc[doc.index("class ScaledAdd(Workload):"):].split("```")[0].splitlines()[1:]
+    generated = {line.split("#")[0].strip() for line in (workdir / "mykernel" / "workload.py").read_text().splitlines()}
+    assert 'tuned_defines = ("BL",)' in {line.strip() for line in shown} and len(shown) >= 7
+    assert {line.strip() for line in shown if line.strip()} <= generated
+    assert "| `tuned_defines` |" in doc
 
 
 def test_offload_sweeps_the_presets_a_kernel_has(workdir):

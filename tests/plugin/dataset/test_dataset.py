@@ -226,7 +226,7 @@ def test_cli_stats_and_export(small_va, tmp_path):
     assert sum(name.startswith("f.") for name in table.column_names) == len(model_schema())
     missing = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "stats", str(tmp_path / "no.sqlite")],
                              capture_output=True, text=True, env=env, timeout=120)
-    assert missing.returncode == 2 and "no store at" in missing.stderr
+    assert missing.returncode == 1 and "no store at" in missing.stderr
 
 
 def test_cli_generate_prints_a_report_with_skipped_rules(tmp_path):
