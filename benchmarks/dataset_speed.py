@@ -26,12 +26,13 @@ sum of the group's point costs), divided by the worker count and the measured pa
 efficiency.
 
     python benchmarks/dataset_speed.py [--workers 2] [--json benchmarks/results/dataset_speed.json]
+
+Exit status: 0 the projection meets the target (or none was asked for); 1 it misses.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -39,11 +40,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import script_io
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from cnmtune.atomic import atomic_write
 from cnmtune.plugin.dataset.generate import (SAMPLED, DatasetSpec, drop_inexact_sampling, generate, pipeline_texts,
                                              plan_kernel, sampling_error)
 from cnmtune.plugin.jobs import CompileJob, RunJob, compile_job, run_job
@@ -171,7 +172,7 @@ def project_kernel(kernel_name: str, spec: DatasetSpec, args, executor: ProcessE
     }
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", default="va,gemv", help="kernels of the measured generation ('' skips it)")
     parser.add_argument("--pipelines", type=int, default=40)
@@ -188,7 +189,7 @@ def main() -> None:
     parser.add_argument("--per-dpu-limit", type=float, default=1 / 16)
     parser.add_argument("--sampled-from", type=int, default=16)
     parser.add_argument("--dedup-pipelines", type=int, default=12, help="pipelines compiled per group to measure")
-    parser.add_argument("--json", type=Path, help="write the result as JSON here")
+    script_io.json_option(parser, "dataset_speed.json")
     args = parser.parse_args()
 
     console = Console()
@@ -207,9 +208,9 @@ def main() -> None:
             result["projection"]["measure_seconds"] = time.time() - start
 
     _print(console, result)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(args.json, (json.dumps(result, indent=2) + "\n").encode())
+    console.print(f"wrote {script_io.write_json(args.json, result)}")
+    projection = result["projection"]
+    return 1 if projection and projection["wall_hours"] > projection["target_hours"] else 0
 
 
 def _projection(spec: DatasetSpec, per_kernel: list[dict], measured: list[dict], workers: int) -> dict:
@@ -269,7 +270,7 @@ def _print(console: Console, result: dict) -> None:
         if k["unpriced_points"]:
             console.print(f"[yellow]{k['kernel']}: no simulation priced points {k['unpriced_points']} (counted as 0)[/]")
     hours = projection["wall_hours"]
-    verdict = "[green]met[/]" if hours <= projection["target_hours"] else "[red]missed[/]"
+    verdict = script_io.verdict(hours <= projection["target_hours"])
     efficiency = f"{100 * projection['parallel_efficiency']:.0f} %" + ("" if projection["efficiency_measured"]
                                                                        else " (assumed: nothing measured)")
     console.print(f"projected wall time: {hours:.1f} h for {projection['samples']:,} samples of "
@@ -279,4 +280,4 @@ def _print(console: Console, result: dict) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -17,17 +17,15 @@ as the slowest.
 from __future__ import annotations
 
 import argparse
-import json
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import script_io
 from rich.console import Console
 from rich.table import Table
 from scipy.stats import spearmanr
-
-from cnmtune.atomic import atomic_write
 
 GROUP = ("kernel", "defines", "dpus", "tasklets", "size")
 MIN_GROUP = 10
@@ -68,7 +66,7 @@ def correlations(exports: list[dict]) -> dict[str, list[list[float]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("exports", type=Path, nargs="+", help="training exports (parquet) to compare")
-    parser.add_argument("--json", type=Path, help="write the result as JSON here")
+    script_io.json_option(parser, "loop_weights.json")
     args = parser.parse_args()
     per_kernel = correlations([weighted_counts(p) for p in args.exports])
     result = {"exports": [str(p) for p in args.exports], "min_group_runs": MIN_GROUP,
@@ -84,9 +82,9 @@ def main() -> None:
     medians = [np.median([r[j] for r in result["median_rho"].values() if r[j] is not None])
                for j in range(len(args.exports))]
     table.add_row("median", *(f"{m:.2f}" for m in medians), "", style="bold")
-    Console().print(table)
-    if args.json:
-        atomic_write(args.json, (json.dumps(result, indent=1) + "\n").encode())
+    console = Console()
+    console.print(table)
+    console.print(f"wrote {script_io.write_json(args.json, result, indent=1)}")
 
 
 if __name__ == "__main__":

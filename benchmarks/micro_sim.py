@@ -5,7 +5,9 @@ at -O2, runs every variant on cnmtune's DPU simulator (run_binary: the host side
 inputs, launches and verifies the result), and reports:
 
 (a) arithmetic throughput in MOPS for INT32/INT64/FLOAT/DOUBLE x ADD/SUB/MUL/DIV x tasklets
-    1, 2, 4, 8, 11, 12, 16 on one DPU. The main metric is PrIM's: elements * f / cycles, with
+    1, 2, 4, 8, 11, 12, 16 on one DPU, with PrIM's published operand 2^20 (the multiplier and
+    divisor: a division's cost follows its quotient's bit length, so the operand sets DIV's
+    MOPS; prim_arith.py uses the same). The main metric is PrIM's: elements * f / cycles, with
     the slowest tasklet's perfcounter cycles of the timed compute loops; `mops_kernel` uses the
     whole launch's cycles (RunResult.cycles, DMA and barriers included) instead;
 (b) MRAM DMA latency in cycles per transfer for 8..2048 B, read and write, one tasklet,
@@ -16,12 +18,13 @@ inputs, launches and verifies the result), and reports:
 It checks the shapes known from UPMEM (PASS/FAIL column): throughput rises linearly with
 tasklets and saturates at 11, DMA latency is linear in size, and so on; absolute values are
 not checked (the simulator is being calibrated). PrIM's reference values (FACTS.md 5.2 and 4;
-most UNCONFIRMED) are printed beside the simulated ones.
+most UNCONFIRMED) are printed beside the simulated ones, each arithmetic value with its status
+(PRIM_STATUS: D derived, U recalled), explained under the table.
 
     python benchmarks/micro_sim.py [--out benchmarks/results] [--quick] [--no-plots]
 
-Outputs (generated, not committed): <out>/micro_sim.json, <out>/micro_arith.png,
-<out>/micro_dma.png, <out>/micro_stream.png. Exit status 1 when a check fails.
+Outputs (generated, not committed; git ignores benchmarks/results): <out>/micro_sim.json,
+<out>/micro_arith.png, <out>/micro_dma.png, <out>/micro_stream.png. Exit status 1 when a check fails.
 
 The simulator's default config is DpuConfig.calibrated(); every entry point takes `config`
 to time another one.
@@ -78,9 +81,14 @@ STREAM_ELEMENTS = 65536  # uint64 per array (512 KiB)
 
 SATURATION = 11  # the revolver pipeline: one instruction per tasklet every 11 cycles
 
-# PrIM, 1 DPU at 350 MHz, >= 11 tasklets: (MOPS, status). D = derived from PrIM's committed raw
-# profiles (the ADD rows, DPU_CODEGEN.md §4); U = the PrIM paper's figure as recalled, not
-# re-read (DPU_CODEGEN.md §5).
+# PrIM's published arithmetic runs: 2^20 elements on one DPU, and the operand is the elements per
+# DPU ((T)input_size_dpu, DPU_CODEGEN.md §4). Fixed here, whatever count a run simulates: a
+# division's cost follows the bit length of its quotient, a multiply's that of its smaller operand.
+PRIM_OPERAND = 1 << 20
+# The status printed after each PrIM value
+PRIM_STATUS = {"D": "derived from PrIM's committed raw profiles (DPU_CODEGEN.md §4)",
+               "U": "the PrIM paper's figure as recalled, not re-read: unconfirmed (DPU_CODEGEN.md §5)"}
+# PrIM, 1 DPU at 350 MHz, >= 11 tasklets: (MOPS, status); D for the ADD rows, U for the others.
 PRIM_ARITH = {
     ("INT32", "ADD"): (58.4, "D"), ("INT32", "SUB"): (58.56, "U"), ("INT32", "MUL"): (10.27, "U"),
     ("INT32", "DIV"): (11.27, "U"),
@@ -122,9 +130,9 @@ def arith_elements(type_name: str, op: str, quick: bool = False) -> int:
 def run_arith(config: DpuConfig | None = None, toolchain: ProxyToolchain | None = None,
               types=ARITH_TYPES, ops=ARITH_OPS, tasklets=ARITH_TASKLETS, quick: bool = False,
               elements: int | None = None, progress: Progress | None = None,
-              scalar: int | None = None) -> list[dict]:
-    """Arithmetic throughput rows: one per (type, op, tasklets); `scalar` overrides the operand
-    (default: the elements per DPU, as PrIM)."""
+              scalar: int | None = PRIM_OPERAND) -> list[dict]:
+    """Arithmetic throughput rows: one per (type, op, tasklets); `scalar` is the operand (None: the
+    elements per DPU, as PrIM's code computes it)."""
     config, toolchain = _config(config), toolchain or ProxyToolchain()
     kernel = Kernel.load(MICRO / "arith")
     parse = _workload_module(kernel).parse_log
@@ -143,7 +151,7 @@ def run_arith(config: DpuConfig | None = None, toolchain: ProxyToolchain | None 
                 if report["elements"] != n:
                     raise RuntimeError(f"arith {type_name} {op} T={t}: DPU reports {report['elements']} elements, ran {n}")
                 rows.append({
-                    "type": type_name, "op": op, "tasklets": t, "elements": n,
+                    "type": type_name, "op": op, "tasklets": t, "elements": n, "operand": scalar or n,
                     "perf_cycles": report["cycles"], "kernel_cycles": result.cycles,
                     "mops": n * f / report["cycles"] / 1e6 if report["cycles"] else math.nan,
                     "mops_kernel": n * f / result.cycles / 1e6,
@@ -370,9 +378,10 @@ def collect(config: DpuConfig | None = None, toolchain: ProxyToolchain | None = 
     results["dma_fits"] = dma_fits(results["dma"])
     results["checks"] = check_shapes(results)
     results["reference"] = {
-        "note": "PrIM values: arithmetic from shared/upmem/DPU_CODEGEN.md §4-5 (status per cell: D derived "
-                "from raw profiles, U recalled); FACTS.md section 4 DMA alpha/beta: [C2], 2 KiB bandwidths "
-                "and STREAM COPY: UNCONFIRMED",
+        "note": "PrIM values: arithmetic from shared/upmem/DPU_CODEGEN.md §4-5 (status per cell: "
+                "arith_status); FACTS.md section 4 DMA alpha/beta: [C2], 2 KiB bandwidths and STREAM COPY: "
+                "UNCONFIRMED",
+        "arith_status": PRIM_STATUS,
         "arith_mops": {f"{t} {o}": {"mops": v, "status": status} for (t, o), (v, status) in PRIM_ARITH.items()},
         "dma": PRIM_DMA, "stream_copy_MBps": PRIM_STREAM_COPY_MBPS,
     }
@@ -401,6 +410,11 @@ def _ref_text(type_name: str, op: str) -> str:
     return "?" if value is None else f"{value:g} ({status})"
 
 
+def status_legend() -> str:
+    """What the (D) and (U) after PrIM's values mean, for under a table that shows them."""
+    return "PrIM values: " + "; ".join(f"({key}) {meaning}" for key, meaning in PRIM_STATUS.items()) + "."
+
+
 def print_report(results: dict, console: Console | None = None) -> None:
     """Rich tables of every result, the PrIM references and the checks."""
     console = console or Console()
@@ -418,11 +432,13 @@ def print_report(results: dict, console: Console | None = None) -> None:
         for t in tasklets:
             table.add_column(f"T={t}", justify="right")
         table.add_column("whole-run\nMOPS (T=max)", justify="right")
-        table.add_column("PrIM ≥11 T\n(UNCONFIRMED)", justify="right", style="dim")
+        table.add_column("PrIM ≥11 T", justify="right", style="dim")
         for ty, op in dict.fromkeys((r["type"], r["op"]) for r in arith):
             cells = [f"{mops[(ty, op, t)]:.3g}" if (ty, op, t) in mops else "" for t in tasklets]
             table.add_row(ty, op, *cells, f"{kern.get((ty, op, tasklets[-1]), math.nan):.3g}", _ref_text(ty, op))
         console.print(table)
+        operands = ", ".join(f"{v:,}" for v in sorted({r["operand"] for r in arith if "operand" in r}))
+        console.print(f"[dim]operand (multiplier, divisor): {operands or '?'}. {status_legend()}[/dim]")
 
     dma = results.get("dma") or []
     if dma:
@@ -525,7 +541,7 @@ def plot_arith(results: dict, path: Path) -> Path:
         ax.set_visible(False)
     f_mhz = results.get("meta", {}).get("frequency_hz", 350e6) / 1e6
     fig.suptitle(f"Simulated arithmetic throughput, 1 DPU at {f_mhz:g} MHz "
-                 f"(dotted: PrIM ≥11-tasklet values, UNCONFIRMED)")
+                 f"(dotted: PrIM ≥11-tasklet values, mostly unconfirmed)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -619,9 +635,18 @@ def run_all(console: Console | None = None, config: DpuConfig | None = None, qui
     return results
 
 
+def failed_checks(results: dict, console: Console) -> list[str]:
+    """The names of the shape checks that failed, printed when there are any."""
+    failed = [c["name"] for c in results["checks"] if not c["passed"]]
+    if failed:
+        console.print(f"[bold red]{len(failed)} shape check(s) failed:[/bold red] {', '.join(failed)}")
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=RESULTS, help="directory for micro_sim.json and the PNGs")
+    parser.add_argument("--out", type=Path, default=RESULTS, metavar="DIR",
+                        help="folder for micro_sim.json and the PNGs (default: benchmarks/results, which git ignores)")
     parser.add_argument("--quick", action="store_true", help="smaller problem sizes (about 3x faster)")
     parser.add_argument("--no-plots", action="store_true")
     args = parser.parse_args(argv)
@@ -630,10 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     results = run_all(console, quick=args.quick, outdir=args.out, plots=not args.no_plots, json_name="micro_sim.json")
     for path in [args.out / "micro_sim.json", *results["plots"]]:
         console.print(f"wrote {path}")
-    failed = [c["name"] for c in results["checks"] if not c["passed"]]
-    if failed:
-        console.print(f"[bold red]{len(failed)} shape check(s) failed:[/bold red] {', '.join(failed)}")
-    return 1 if failed else 0
+    return 1 if failed_checks(results, console) else 0
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ from cnmtune.runtime.sim.config import DpuConfig
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared"
 PRIM = SHARED / "prim-benchmarks"
-CSV = SHARED / "calibration" / "upmem_hw_prim_times.csv"
-VALIDATION_CSV = CSV.with_name("upmem_hw_validation_times.csv")
+CSV = calibration.DATA / calibration.FITTED_CSV
+VALIDATION_CSV = calibration.DATA / calibration.VALIDATION_CSV
 TASKLETS = 16
 APP_TARGET, OWN_GAP_TARGET = 15.0, 5.0  # % kernel-time MAPE through the app; % app vs own per row
 ONE_RUN = ("-w", "0", "-e", "1")  # no warm-up, one timed repetition, as the hardware rows
@@ -284,8 +284,8 @@ def main() -> int:
         if "hardware" in parts:
             for path in (args.csv, args.validation_csv):
                 if not path.is_file():
-                    parser.error(f"{path}: no such file; pass --csv and --validation-csv (the hardware rows in "
-                                 "../shared/calibration of a cnmtune development checkout)")
+                    parser.error(f"{path}: no such file; pass --csv and --validation-csv (the hardware rows; "
+                                 "cnmtune ships them in cnmtune/data/calibration)")
             wanted = {w.strip().upper() for w in args.workloads.split(",") if w.strip()}
             rows = [r for r in calibration.load_rows(args.csv) + calibration.load_rows(args.validation_csv)
                     if r.nr_dpus <= args.max_dpus and (not wanted or r.benchmark in wanted)]

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import script_io
 import torch
 from rich.console import Console
 from rich.table import Table
@@ -540,7 +541,7 @@ def _fractions(text: str) -> tuple[float, ...]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="store or Parquet export")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    script_io.out_option(parser, "reproduce_l2p.json and the PNGs")
     parser.add_argument("--kernels", type=lambda s: [k for k in s.split(",") if k], help="only these kernels")
     parser.add_argument("--pairwise", type=lambda s: [k for k in s.split(",") if k],
                         help=f"kernels of the pairwise matrix (default: {','.join(PAIRWISE)})")

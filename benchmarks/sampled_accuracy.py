@@ -15,17 +15,15 @@ on the data, or a partitioning that loads the middle DPUs most).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
+import script_io
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from cnmtune.atomic import atomic_write
 from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.registry import expand_kernels, find_kernel
 from cnmtune.runtime.target import SampledSimTarget, SimTarget
@@ -54,7 +52,7 @@ def main() -> None:
     parser.add_argument("--kernels", default="prim,pim-ml")
     parser.add_argument("--dpus", default="16,64")
     parser.add_argument("--size", default="default", help="size preset (or element count) of every kernel")
-    parser.add_argument("--json", type=Path, help="write the rows as JSON here")
+    script_io.json_option(parser, "sampled_accuracy.json", "the rows")
     args = parser.parse_args()
     console = Console(width=None if sys.stdout.isatty() else 140)
     rows = []
@@ -67,9 +65,8 @@ def main() -> None:
                 bar.update(task, description=f"{kernel} on {dpus} DPUs")
                 rows.append(measure(kernel, dpus, args.size))
                 bar.advance(task)
-                if args.json:  # after every row: a long run keeps what it measured
-                    atomic_write(args.json, (json.dumps({"args": vars(args) | {"json": str(args.json)},
-                                                         "rows": rows}, indent=2) + "\n").encode())
+                # after every row: a long run keeps what it measured
+                script_io.write_json(args.json, {"args": vars(args) | {"json": str(args.json)}, "rows": rows})
     table = Table(title=f"screening runs (first and last DPU) vs full runs, -O2, {args.size} sizes")
     for column in ("kernel", "size", "DPUs", "full ms", "screened ms", "error", "full wall s", "screened wall s",
                    "less wall"):

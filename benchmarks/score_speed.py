@@ -8,22 +8,23 @@ temporary file. Target (issue 6): >= 100,000 variants per second at batch 10,000
 
     python benchmarks/score_speed.py [--model M.onnx] [--db data.sqlite] [--batch 10000]
         [--threads 1] [--chunk-rows 2048] [--repeats 20] [--json benchmarks/results/score_speed.json]
+
+Exit status: 0 the target met (median batch); 1 missed.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+import script_io
 from rich.console import Console
 from rich.table import Table
 
-from cnmtune.atomic import atomic_write
 from cnmtune.costmodel import L2PConfig, L2PModel, Scorer, default_schema, export_onnx, load_samples
 from cnmtune.costmodel.learn.samples import input_columns
 from cnmtune.costmodel.learn.scorer import CHUNK_ROWS
@@ -38,7 +39,7 @@ def _rows(db: Path | None, n_columns: int, batch: int, seed: int) -> np.ndarray:
     return np.ascontiguousarray(np.tile(X, (reps, 1))[:batch])
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, help="an exported cnmtune model (default: a fresh 12x256)")
     parser.add_argument("--db", type=Path, help="score this store's feature rows")
@@ -48,7 +49,7 @@ def main() -> None:
                         help="rows per onnxruntime call inside Scorer.predict (the batch size: one call)")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path, help="write the result as JSON here")
+    script_io.json_option(parser, "score_speed.json")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="cnmtune-score-") as tmp:
@@ -87,11 +88,12 @@ def main() -> None:
     table.add_row("variants / second (median)", f"{result['variants_per_second_median']:,.0f}")
     table.add_row("variants / second (best)", f"{result['variants_per_second_best']:,.0f}")
     met = result["variants_per_second_median"] >= result["target_per_second"]
-    table.add_row("target", ">= 100,000 / s " + ("[green]met[/]" if met else "[red]missed[/]"))
-    Console().print(table)
-    if args.json:
-        atomic_write(args.json, (json.dumps(result, indent=2) + "\n").encode())
+    table.add_row("target", ">= 100,000 / s " + script_io.verdict(met))
+    console = Console()
+    console.print(table)
+    console.print(f"wrote {script_io.write_json(args.json, result)}")
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

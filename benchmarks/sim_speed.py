@@ -11,21 +11,22 @@ give the same cycles; the run fails if they do not.
 - nw on 4 DPUs has many short segments between DMAs and barriers (about 30 instructions each),
   the kind of kernel whose simulation time the per-segment cost sets.
 
-    python benchmarks/sim_speed.py [--va-size 4194304] [--nw-size 512] [--json out/sim_speed.json]
+    python benchmarks/sim_speed.py [--va-size 4194304] [--nw-size 512] [--json benchmarks/results/sim_speed.json]
+
+Exit status: 0 the va target met; 1 missed, or the two paths disagree on cycles.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
+import script_io
 from rich.console import Console
 from rich.table import Table
 
-from cnmtune.atomic import atomic_write
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_on_device
 from cnmtune.runtime.sim.device import SimDevice
@@ -46,11 +47,11 @@ def _measure(binary, dpus: int, size: int, reference: bool) -> dict:
             "slots_per_s": round(result.slots / wall), "segments_per_s": round(segments / wall)}
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--va-size", type=int, default=4_194_304, help="va elements (one DPU)")
     parser.add_argument("--nw-size", type=int, default=512, help="nw sequence length (4 DPUs)")
-    parser.add_argument("--json", type=Path)
+    script_io.json_option(parser, "sim_speed.json")
     args = parser.parse_args()
 
     cases = [("va", "O2", 16, {"BL": 10}, 1, args.va_size), ("nw", "O2", None, None, 4, args.nw_size)]
@@ -87,12 +88,10 @@ def main() -> None:
     console.print(table)
     va_rate = records[0]["jitted"]["instructions_per_s"]
     console.print(f"va: {va_rate / 1e6:.1f} M simulated instructions / s, target >= {TARGET / 1e6:g} M: "
-                  + ("[green]met[/]" if va_rate >= TARGET else "[red]missed[/]"))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(args.json, (json.dumps({"cases": records, "target_instructions_per_s": TARGET}, indent=2)
-                                 + "\n").encode())
+                  + script_io.verdict(va_rate >= TARGET))
+    console.print(f"wrote {script_io.write_json(args.json, {'cases': records, 'target_instructions_per_s': TARGET})}")
+    return 0 if va_rate >= TARGET else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -4,17 +4,18 @@ For each registered kernel of the prim and pim-ml suites: kernel time at 1, 2, 4
 tasklets (the speedup curve), simulated DPU instructions, IPC, DMA bytes and the share of
 issue slots spent in runtime routines (soft multiply/divide/float, services). Compute-bound
 kernels should speed up nearly linearly to about 11 tasklets (the revolver pipeline), DMA-bound
-ones saturate earlier. Writes benchmarks/results/suite_report.json and suite_speedup.png.
+ones saturate earlier. Writes suite_report.json and suite_speedup.png into --out (default
+benchmarks/results, which git ignores).
 
-    python benchmarks/suite_report.py [--preset default] [--kernels va,red] [--tasklets 1,2,4,8,11,16]
+    python benchmarks/suite_report.py [--preset default] [--kernels va,red] [--tasklets 1,2,4,8,11,16] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+import script_io
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -23,9 +24,7 @@ from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.registry import list_kernels
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
-from cnmtune.atomic import atomic_write
 
-RESULTS = Path(__file__).resolve().parent / "results"
 SUITES = ("prim", "pim-ml")
 
 
@@ -78,6 +77,7 @@ def main() -> None:
     parser.add_argument("--preset", default="default")
     parser.add_argument("--kernels", help="comma-separated names (default: the prim and pim-ml suites)")
     parser.add_argument("--tasklets", default="1,2,4,8,11,16")
+    script_io.out_option(parser, "suite_report.json and suite_speedup.png")
     args = parser.parse_args()
     tasklets = [int(t) for t in args.tasklets.split(",")]
     wanted = set(args.kernels.split(",")) if args.kernels else None
@@ -104,10 +104,9 @@ def main() -> None:
     for r in rows:
         if "error" in r:
             console.print(f"[red]{r['kernel']} T={r['tasklets']}: {r['error']}[/]")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    atomic_write((RESULTS / "suite_report.json"), (json.dumps(rows, indent=2) + "\n").encode())
-    plot(rows, tasklets, RESULTS / "suite_speedup.png")
-    console.print(f"wrote {RESULTS / 'suite_report.json'} and {RESULTS / 'suite_speedup.png'}")
+    script_io.write_json(args.out / "suite_report.json", rows)
+    plot(rows, tasklets, args.out / "suite_speedup.png")
+    console.print(f"wrote {args.out / 'suite_report.json'} and {args.out / 'suite_speedup.png'}")
 
 
 if __name__ == "__main__":

@@ -7,20 +7,21 @@ kernel) by checked re-timing. Target: < 60 s for the three kernels.
 
     python benchmarks/sweep_speed.py [--kernels va,red,gemv] [--size default] [--dpus 4]
         [--traces DIR] [--json benchmarks/results/sweep_speed.json]
+
+Exit status: 0 the target met; 1 missed.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
+import script_io
 from rich.console import Console
 from rich.table import Table
 
-from cnmtune.atomic import atomic_write
 from cnmtune.plugin.sweep.design import design_points
 from cnmtune.plugin.sweep.evaluate import sweep_trace_set
 from cnmtune.runtime.sim.traces import load_trace_set, obtain_trace_set
@@ -32,13 +33,13 @@ GRID = {"frequency_mhz": (267.0, 350.0, 400.0), "revolver": (8, 11, 14), "dma_be
 TARGET_S = 60.0
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", default="va,red,gemv")
     parser.add_argument("--size", default="default", help="a preset or a number (each kernel's own unit)")
     parser.add_argument("--dpus", type=int, default=4)
     parser.add_argument("--traces", type=Path, help="trace store (default: a temporary directory)")
-    parser.add_argument("--json", type=Path, help="write the result as JSON here")
+    script_io.json_option(parser, "sweep_speed.json")
     args = parser.parse_args()
     kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
     base = DpuConfig.calibrated()
@@ -79,15 +80,14 @@ def main() -> None:
                       str(r["methods"]["re-executed"]), r["most_important"], f"{r['record_s']:.2f}")
     console = Console()
     console.print(table)
-    verdict = "meets" if total < TARGET_S else "MISSES"
-    console.print(f"total from stored traces: {total:.2f} s ({verdict} the < {TARGET_S:.0f} s target)",
+    met = total < TARGET_S
+    console.print(f"total from stored traces: {total:.2f} s (target < {TARGET_S:.0f} s: {script_io.verdict(met)})",
                   highlight=False)
-    if args.json:
-        record = {"grid": {k: list(v) for k, v in GRID.items()}, "kernels": rows, "total_s": total,
-                  "target_s": TARGET_S, "meets_target": total < TARGET_S}
-        atomic_write(args.json, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
-        console.print(f"wrote {args.json}", highlight=False)
+    record = {"grid": {k: list(v) for k, v in GRID.items()}, "kernels": rows, "total_s": total,
+              "target_s": TARGET_S, "meets_target": met}
+    console.print(f"wrote {script_io.write_json(args.json, record, sort_keys=True)}", highlight=False)
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -22,29 +22,32 @@ Each kernel runs at ``--size``, or at its own size given as ``KERNEL:SIZE`` in `
     python benchmarks/tune_quality.py [--kernels prim,pim-ml] [--size default] [--pipelines 100]
         [--top-k 10] [--rounds 5] [--no-adapt] [--max-runs 60] [--budget-s 300] [--dpus 64] [--exhaustive | --explore 1000] [--model M.onnx] [--workers 2]
         [--json benchmarks/results/tune_quality.json]
+
+Exit status: 0 every kernel meets the targets of --exhaustive or --explore (regret <= 5 %, >= 10x
+less time; the gains mode has none); 1 one misses them (a kernel that failed misses them).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
-from pathlib import Path
 
+import script_io
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from cnmtune.atomic import atomic_write
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.tune import TUNE_TASKLETS, TuneSpec, explore, tune
 from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import expand_kernels, find_kernel
 
+REGRET, FASTER = 0.05, 10.0  # targets of --exhaustive and --explore: the choice within 5 %, >= 10x less time
 
-def main() -> None:
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", default="prim,pim-ml", help="kernels or suites, KERNEL:SIZE for a size of its own")
     parser.add_argument("--pipelines", type=int, default=100)
@@ -60,7 +63,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the search at most (tune --rounds)")
     parser.add_argument("--no-adapt", action="store_true", help="never fine-tune the model (tune --no-adapt)")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--json", type=Path, help="write the result as JSON here")
+    script_io.json_option(parser, "tune_quality.json")
     args = parser.parse_args()
 
     size = _size(args.size)
@@ -98,12 +101,18 @@ def main() -> None:
                                      "best": best.to_dict() if best else None}
             rows.append(report)
             bar.remove_task(task)
-            if args.json:  # after every kernel: a long run keeps what it has measured
-                _write(args, rows)
+            _write(args, rows)  # after every kernel: a long run keeps what it has measured
     console.print(_exhaustive_table(args, rows) if args.exhaustive else _gains_table(args, rows))
-    console.print(_exhaustive_summary(rows) if args.exhaustive else _gains_summary(rows))
+    met = True
+    if args.exhaustive:
+        met &= _targets(console, "tuner vs exhaustive search", rows, _exhaustive_outcome)
+    else:
+        console.print(_gains_summary(rows))
     if args.explore:
         console.print(_explore_table(rows))
+        met &= _targets(console, "tuned choice vs the sample", rows, _explore_outcome)
+    console.print(f"wrote {args.json}")
+    return 0 if met else 1
 
 
 def _expand(part: str) -> list[str]:
@@ -147,6 +156,29 @@ def _gains_summary(rows: list[dict]) -> str:
             f">= 1.3x: {sum(s >= 1.3 for s in speedups)}; failed: {len(rows) - len(speedups)}")
 
 
+def _explore_outcome(r: dict) -> tuple[float, float] | None:
+    """(regret, times less time) of the tuned choice against --explore's sample; None without a sample."""
+    ex = r.get("explore")
+    if not ex or not ex["best"] or not r["chosen"]:
+        return None
+    return r["chosen"]["measured_s"] / ex["best"]["measured_s"] - 1, ex["seconds"] / sum(r["seconds"].values())
+
+
+def _exhaustive_outcome(r: dict) -> tuple[float, float] | None:
+    """(regret, times less time) of the tuner against running every candidate; None where it has none."""
+    if "error" in r or r["exhaustive"]["regret"] is None:
+        return None
+    return r["exhaustive"]["regret"], r["exhaustive"]["tuner_speedup"]
+
+
+def _targets(console: Console, what: str, rows: list[dict], outcome) -> bool:
+    """Print how many kernels meet both targets by `outcome`; whether all do."""
+    met = sum(1 for r in rows if (o := outcome(r)) is not None and o[0] <= REGRET and o[1] >= FASTER)
+    console.print(f"{what}: kernels meeting both targets (regret <= {100 * REGRET:g} %, >= {FASTER:g}x less "
+                  f"time): {met} of {len(rows)}: {script_io.verdict(met == len(rows))}")
+    return met == len(rows)
+
+
 def _explore_table(rows: list[dict]) -> Table:
     table = Table(title="the tuned choice vs a uniform sample of the whole space (every sampled point run)",
                   caption="every sampled point is a full run, verified, as an exhaustive search makes it (the "
@@ -155,14 +187,13 @@ def _explore_table(rows: list[dict]) -> Table:
     for column in ("kernel", "sampled", "of", "sample best ms", "tuned ms", "regret", "tune s", "sample s", "faster"):
         table.add_column(column, justify="left" if column == "kernel" else "right")
     for r in rows:
-        ex = r.get("explore")
-        if not ex or not ex["best"] or not r["chosen"]:
+        outcome = _explore_outcome(r)
+        if outcome is None:
             continue
-        best, tuned = ex["best"]["measured_s"], r["chosen"]["measured_s"]
-        tune_s = sum(r["seconds"].values())
-        table.add_row(r["kernel"], str(ex["points"]), str(ex["space_points"]), _ms(best), _ms(tuned),
-                      f"{100 * (tuned / best - 1):+.1f} %", f"{tune_s:.0f}", f"{ex['seconds']:.0f}",
-                      f"{ex['seconds'] / tune_s:.1f}x")
+        ex, (regret, faster) = r["explore"], outcome
+        table.add_row(r["kernel"], str(ex["points"]), str(ex["space_points"]), _ms(ex["best"]["measured_s"]),
+                      _ms(r["chosen"]["measured_s"]), f"{100 * regret:+.1f} %", f"{sum(r['seconds'].values()):.0f}",
+                      f"{ex['seconds']:.0f}", f"{faster:.1f}x")
     return table
 
 
@@ -185,20 +216,13 @@ def _exhaustive_table(args: argparse.Namespace, rows: list[dict]) -> Table:
     return table
 
 
-def _exhaustive_summary(rows: list[dict]) -> str:
-    met = sum(1 for r in rows if "error" not in r and r["exhaustive"]["regret"] is not None
-              and r["exhaustive"]["regret"] <= 0.05 and r["exhaustive"]["tuner_speedup"] >= 10)
-    return f"kernels meeting both targets (regret <= 5 %, >= 10x faster): {met} of {len(rows)}"
-
-
 def _size(text: str) -> int | str:
     return int(text) if text.isdigit() else text
 
 
 def _write(args: argparse.Namespace, rows: list[dict]) -> None:
-    atomic_write(args.json, (json.dumps({"args": vars(args) | {"json": str(args.json)}, "kernels": rows},
-                                        indent=2) + "\n").encode())
+    script_io.write_json(args.json, {"args": vars(args) | {"json": str(args.json)}, "kernels": rows})
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

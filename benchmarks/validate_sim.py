@@ -1,8 +1,9 @@
 """Validate the calibrated simulator: real UPMEM kernel and transfer times, and microbenchmark shapes.
 
-1. The 62 rows of shared/calibration/upmem_hw_prim_times.csv (VA, RED, BS, GEMV, 1..64 DPUs,
-   16 tasklets, O2; the constants are fitted on them) and the 30 rows of
-   upmem_hw_validation_times.csv (MLP, SCAN-SSA; never fitted) are simulated from scratch with
+1. The 62 rows of upmem_hw_prim_times.csv (VA, RED, BS, GEMV, 1..64 DPUs, 16 tasklets, O2; the
+   constants are fitted on them) and the 30 rows of upmem_hw_validation_times.csv (MLP,
+   SCAN-SSA; never fitted), from --data (by default the copy shipped in
+   cnmtune/data/calibration), are simulated from scratch with
    DpuConfig.calibrated() (full co-simulation, every DPU, results verified) and compared with
    the measured times: MAPE of kernel_ms per workload (target <= 15 % each; uPIMulator reaches
    24.8 % on real kernel times), and the CPU->DPU / DPU->CPU transfer errors (target <= 25 %),
@@ -11,19 +12,21 @@
 2. The microbenchmarks (benchmarks/micro_sim.py): arithmetic throughput vs tasklets (must
    saturate at 11), MRAM DMA latency vs size (must be linear), STREAM bandwidth.
 
-Writes benchmarks/results/validate_sim.json and PNG plots beside it.
+Writes validate_sim.json and PNG plots into --out (default benchmarks/results, which git ignores).
 
-    python benchmarks/validate_sim.py [--skip-micro] [--csv FITTED.csv] [--validation-csv HELD_OUT.csv]
+    python benchmarks/validate_sim.py [--skip-micro] [--data DIR] [--out DIR]
+
+Exit status: 0 every target met and every shape check passed; 1 a target missed or a check
+failed; 2 a usage error (such as --data without the CSVs).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
-
+import script_io
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -34,12 +37,8 @@ from cnmtune.runtime.sim import calibration
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
-from cnmtune.atomic import atomic_write
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-CSV = HERE.parent.parent / "shared" / "calibration" / "upmem_hw_prim_times.csv"
-VALIDATION_CSV = CSV.with_name("upmem_hw_validation_times.csv")
 KERNEL_TARGET, TRANSFER_TARGET = 15.0, 25.0  # MAPE %, per workload / per direction over all rows
 UPIMULATOR_MAPE = 24.8  # FACTS.md section 6.1, recomputed from the uPIMulator artifact
 #: uPIMulator's host-link model (tools/upmem_reg_model/src/main.py, FACTS.md section 5.4): a
@@ -142,17 +141,19 @@ def plot(records: list[dict], summary: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--csv", type=Path, default=CSV, help="rows the constants were fitted on")
-    parser.add_argument("--validation-csv", type=Path, default=VALIDATION_CSV, help="held-out rows (never fitted)")
+    script_io.data_option(parser)
+    script_io.out_option(parser, "validate_sim.json and the PNGs")
     parser.add_argument("--skip-micro", action="store_true", help="only the real-hardware rows")
     args = parser.parse_args()
+    fitted_csv, held_out_csv = script_io.data_files(parser, args.data, calibration.FITTED_CSV,
+                                                    calibration.VALIDATION_CSV)
     console = Console()
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     config = DpuConfig.calibrated()
-    records = (simulate(calibration.load_rows(args.csv), config, console, fitted=True)
-               + simulate(calibration.load_rows(args.validation_csv), config, console, fitted=False))
+    records = (simulate(calibration.load_rows(fitted_csv), config, console, fitted=True)
+               + simulate(calibration.load_rows(held_out_csv), config, console, fitted=False))
     summary = summarise(records)
     table = Table(title=f"simulator vs real UPMEM ({len(records)} rows, 16 tasklets, config {config.hash})")
     for column in ("benchmark", "fitted", "rows", "kernel MAPE %", "CPU->DPU MAPE %", "DPU->CPU MAPE %"):
@@ -167,24 +168,31 @@ def main() -> None:
         console.print(f"- {bench} {column} left out ('-'): {why}", highlight=False)
     worst = max((v, b) for b, v in summary["kernel_ms"].items() if b != "all")
     transfers = max(summary["cpu_to_dpu_ms"]["all"], summary["dpu_to_cpu_ms"]["all"])
+    met = {"kernel": worst[0] <= KERNEL_TARGET, "transfers": transfers <= TRANSFER_TARGET}
     link = upimulator_link_mape(records)
     floor = regression_floor_mape(records)
     console.print(f"worst workload kernel-time MAPE {worst[0]:.1f} % ({worst[1]}; target <= {KERNEL_TARGET:g} % "
-                  f"each: {'met' if worst[0] <= KERNEL_TARGET else 'missed'}; uPIMulator {UPIMULATOR_MAPE} %); "
+                  f"each: {script_io.verdict(met['kernel'])}; uPIMulator {UPIMULATOR_MAPE} %); "
                   f"transfers {transfers:.1f} % (target <= {TRANSFER_TARGET:g} %: "
-                  f"{'met' if transfers <= TRANSFER_TARGET else 'missed'}; uPIMulator's link model "
+                  f"{script_io.verdict(met['transfers'])}; uPIMulator's link model "
                   f"{link['cpu_to_dpu_ms']:.1f} % CPU->DPU, {link['dpu_to_cpu_ms']:.1f} % DPU->CPU on these rows; "
                   f"a log-linear fit of CPU->DPU on bytes, largest bytes per DPU, DPUs and calls, fitted to "
                   f"all {len(records)} rows, reaches {floor:.1f} %)")
-    plot(records, summary, RESULTS / "validate_sim_calibration.png")
-    report = {"config": config.hash, "summary": summary, "upimulator_link_mape": link, "cpu_to_dpu_regression_floor_mape": floor, "rows": records}
+    plot(records, summary, args.out / "validate_sim_calibration.png")
+    report = {"config": config.hash, "data": str(args.data), "summary": summary, "targets_met": met,
+              "upimulator_link_mape": link, "cpu_to_dpu_regression_floor_mape": floor, "rows": records}
     if not args.skip_micro:
         import micro_sim
 
-        report["micro"] = micro_sim.run_all(console)
-    atomic_write((RESULTS / "validate_sim.json"), (json.dumps(report, indent=2) + "\n").encode())
-    console.print(f"wrote {RESULTS / 'validate_sim.json'} and plots in {RESULTS}")
+        report["micro"] = micro_sim.run_all(console, outdir=args.out)
+        met["micro shape checks"] = not micro_sim.failed_checks(report["micro"], console)
+    script_io.write_json(args.out / "validate_sim.json", report)
+    console.print(f"wrote {args.out / 'validate_sim.json'} and plots in {args.out}")
+    missed = [name for name, ok in met.items() if not ok]
+    if missed:
+        console.print(f"[red]missed: {', '.join(missed)}[/] (exit status 1)")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Calibrating DpuConfig on real UPMEM times (shared/calibration/upmem_hw_prim_times.csv).
+"""Calibrating DpuConfig on real UPMEM times (cnmtune/data/calibration/upmem_hw_prim_times.csv).
 
 Each row (benchmark, DPUs, size) is run once on the simulator, verified, and its traces and
 host-transfer log kept. Fitting then only re-times: kernel constants are searched by re-timing
@@ -23,9 +23,14 @@ from cnmtune.runtime.sim.timing import retime
 from cnmtune.runtime.sim.trace import Trace
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
 
+#: The real UPMEM times shipped with cnmtune; their source, columns and meaning: README.md there.
+DATA = Path(__file__).resolve().parents[2] / "data" / "calibration"
+FITTED_CSV = "upmem_hw_prim_times.csv"  # VA, RED, BS, GEMV: the constants are fitted on these rows
+VALIDATION_CSV = "upmem_hw_validation_times.csv"  # MLP, SCAN-SSA: held out, never fitted
+
 KERNELS = {"VA": "va", "RED": "red", "BS": "bs", "GEMV": "gemv", "MLP": "mlp", "SCAN-SSA": "scan-ssa"}
-TASKLETS = 16  # the calibration data's tasklet count (shared/calibration/README.md)
-# workload keywords a row's size implies (shared/calibration/README.md): MLP's layers are n x n
+TASKLETS = 16  # the calibration data's tasklet count (DATA/README.md)
+# workload keywords a row's size implies (DATA/README.md): MLP's layers are n x n
 ROW_PARAMS: dict[str, Callable[[int], dict]] = {"MLP": lambda size: {"n_cols": size}}
 CRITICAL_DPUS = 3  # slowest DPUs per launch whose traces the fit re-times
 
