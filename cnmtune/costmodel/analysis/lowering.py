@@ -9,10 +9,7 @@ constant is one ``move``, and a 64-bit add or subtract keeps its carry in the fl
 gives each instruction the DPU instructions it stands for in its context: 1 where the DPU does
 the same work in one instruction, 0 where a neighbour absorbs it (the rules, with their sources
 and status, are in cnmtune.costmodel.analysis.lowering_rules). A temporary is only fused away
-when it is dead afterwards, by a liveness analysis over the function's CFG. A direct call reads
-the argument registers its callee reads before writing them (the least fixpoint of every
-function's liveness at its entry); an ecall reads a0..a2 and a7 (cnm_ecall.h's services take at
-most three arguments); an indirect call is taken to read all of a0..a7.
+when it is dead afterwards, by the register liveness of cnmtune.costmodel.analysis.liveness.
 
 Not modelled (rv32i and DPU counts are taken as equal there): multiplies of 8- and 16-bit
 operands, which the DPU does inline on its 8x8 multipliers (1 instruction for int8 x int8, 7 for
@@ -36,9 +33,10 @@ import numpy as np
 
 from cnmtune.costmodel.analysis.calls import CallSite, call_sites
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
+from cnmtune.costmodel.analysis.liveness import RA, block_ranges, register_flow
 from cnmtune.costmodel.analysis.lowering_rules import RULES
 from cnmtune.costmodel.analysis.rv32_isa import (OP_AUIPC, OP_BRANCH, OP_IMM, OP_JAL, OP_JALR, OP_LOAD, OP_LUI,
-                                                 OP_REG, OP_STORE, OP_SYSTEM)
+                                                 OP_REG, OP_STORE)
 from cnmtune.costmodel.analysis.elf import load_elf
 from cnmtune.costmodel.analysis.program import KERNEL, RUNTIME
 from cnmtune.costmodel.analysis.rv32_program import Program, decode_rv32
@@ -52,14 +50,6 @@ from cnmtune.dpu.slots import DpuSlots
 #: their keys.)
 LOWERING_VERSION = "lowering-e2dffd7c8368"
 
-RA = 1
-_ALL = (1 << 32) - 2  # every register but x0
-_ARGS = sum(1 << r for r in range(10, 18))  # a0..a7
-_ECALL_ARGS = sum(1 << r for r in (10, 11, 12, 17))  # a0..a2 and the service number in a7
-_CALLER_SAVED = sum(1 << r for r in (1, 5, 6, 7, *range(10, 18), *range(28, 32)))
-# what the caller still reads after a return or a jump out: ra, sp, gp, tp and s0..s11 (ilp32)
-_PRESERVED = sum(1 << r for r in (1, 2, 3, 4, 8, 9, *range(18, 28)))
-_RETURN_VALUES = (1 << 10) | (1 << 11)  # a0, a1
 _DPU_NAME = {"addi": "add", "add": "add", "sub": "sub", "andi": "and", "and": "and", "ori": "or", "or": "or",
              "xori": "xor", "xor": "xor", "slli": "lsl", "sll": "lsl", "srli": "lsr", "srl": "lsr",
              "srai": "asr", "sra": "asr", "lb": "lbs", "lbu": "lbu", "lh": "lhs", "lhu": "lhu", "lw": "lw",
@@ -104,9 +94,9 @@ def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None,
     slots = np.where(program.padding, 0, 1).astype(np.int8)
     names = [_name(program, i) for i in range(n)]
     rules = ["one-to-one"] * n
-    live_after = _Liveness(program, cfgs, call_sites(program, cfgs) if sites is None else sites).after()
+    live_after = register_flow(program, cfgs, call_sites(program, cfgs) if sites is None else sites).live_after
     for function, cfg in zip(program.functions, cfgs):
-        for start, end in _blocks(function.first, function.count, cfg):
+        for start, end in block_ranges(function.first, function.count, cfg):
             _fuse_block(program, start, end, live_after, slots, names, rules)
         _index_induction(program, function.first, function.first + function.count, slots, names, rules)
     return Lowering(slots, tuple(name if s else "" for name, s in zip(names, slots)), tuple(rules))
@@ -118,128 +108,6 @@ def _name(program: Program, i: int) -> str:
     if op in (OP_JAL, OP_JALR):
         return "call" if rd != 0 else "jump"
     return _DPU_NAME.get(mnemonic, mnemonic)
-
-
-def _blocks(first: int, count: int, cfg: FunctionCfg) -> list[tuple[int, int]]:
-    bounds = [*cfg.leaders, count]
-    return [(first + a, first + b) for a, b in zip(bounds, bounds[1:])]  # one per CFG block, as cfg.preds
-
-
-class _Liveness:
-    """The registers live after every instruction of a program (backward dataflow over each
-    function's CFG, as bit masks; x0 never counts). A direct call reads the argument registers
-    its callee reads before writing them: the least fixpoint of every function's liveness at its
-    entry over the call graph. Any other call reads a0..a7."""
-
-    def __init__(self, program: Program, cfgs: tuple[FunctionCfg, ...], sites: list[CallSite]):
-        self.blocks = [_blocks(fn.first, fn.count, cfg) for fn, cfg in zip(program.functions, cfgs)]
-        self.succs = []
-        for cfg, blocks in zip(cfgs, self.blocks):
-            succs: list[list[int]] = [[] for _ in blocks]
-            for b, preds in enumerate(cfg.preds):
-                for p in preds:
-                    succs[p].append(b)
-            self.succs.append(succs)
-        self.preds = [cfg.preds for cfg in cfgs]
-        f = program.fields
-        self.uses, self.defs, self.call_base = _effects(f.opcode, f.rd, f.rs1, f.rs2)
-        self.live_in: list[list[int]] = [[] for _ in self.blocks]
-        self._solve_with_call_reads(program, sites)
-
-    def _solve_with_call_reads(self, program: Program, sites: list[CallSite]) -> None:
-        """Direct calls start reading nothing; a function whose entry liveness grows passes it to
-        its call sites and its callers are solved again, until nothing changes."""
-        callers: dict[int, list[int]] = {}
-        for site in sites:
-            if site.callee_function is not None and site.exact and site.index in self.call_base:
-                callers.setdefault(site.callee_function, []).append(site.index)
-                self.uses[site.index] = self.call_base[site.index]
-        entry = [0] * len(self.blocks)
-        pending = set(range(len(self.blocks)))
-        while pending:
-            k = pending.pop()
-            self.live_in[k] = self._solve(k)
-            reads = self.live_in[k][0] & _ARGS if self.blocks[k] else 0
-            if reads != entry[k]:
-                entry[k] = reads
-                for i in callers.get(k, ()):
-                    self.uses[i] = self.call_base[i] | reads
-                    pending.add(int(program.function_of[i]))
-
-    def _solve(self, k: int) -> list[int]:
-        """Live-in of each block of function ``k`` (a worklist over block summaries)."""
-        blocks, succs, preds = self.blocks[k], self.succs[k], self.preds[k]
-        uses, defs = self.uses, self.defs
-        gen, kill = [0] * len(blocks), [0] * len(blocks)
-        for b, (start, end) in enumerate(blocks):
-            g = d = 0
-            for i in range(end - 1, start - 1, -1):
-                g = (g & ~defs[i]) | uses[i]
-                d |= defs[i]
-            gen[b], kill[b] = g, d
-        live_in = [0] * len(blocks)
-        work, queued = list(range(len(blocks))), [True] * len(blocks)
-        while work:
-            b = work.pop()
-            queued[b] = False
-            out = 0
-            for s in succs[b]:
-                out |= live_in[s]
-            new = gen[b] | (out & ~kill[b])
-            if new != live_in[b]:
-                live_in[b] = new
-                for p in preds[b]:
-                    if not queued[p]:
-                        queued[p] = True
-                        work.append(p)
-        return live_in
-
-    def after(self) -> list[int]:
-        """Registers live after each instruction (0 outside functions)."""
-        after = [0] * len(self.uses)
-        uses, defs = self.uses, self.defs
-        for k, blocks in enumerate(self.blocks):
-            live_in, succs = self.live_in[k], self.succs[k]
-            for b, (start, end) in enumerate(blocks):
-                live = 0
-                for s in succs[b]:
-                    live |= live_in[s]
-                for i in range(end - 1, start - 1, -1):
-                    after[i] = live
-                    live = (live & ~defs[i]) | uses[i]
-        return after
-
-
-def _effects(opcodes: Sequence[int], rds: Sequence[int], rs1s: Sequence[int],
-             rs2s: Sequence[int]) -> tuple[list[int], list[int], dict[int, int]]:
-    """Registers each instruction reads and writes, as bit masks (a call reading a0..a7), and per
-    call, what it reads besides its arguments."""
-    bit = lambda r: (1 << r) & _ALL  # noqa: E731
-    uses, defs, call_base = [], [], {}
-    for i, (op, rd, rs1, rs2) in enumerate(zip(opcodes, rds, rs1s, rs2s)):
-        if op == OP_REG:
-            u, d = bit(rs1) | bit(rs2), bit(rd)
-        elif op in (OP_IMM, OP_LOAD):
-            u, d = bit(rs1), bit(rd)
-        elif op in (OP_STORE, OP_BRANCH):
-            u, d = bit(rs1) | bit(rs2), 0
-        elif op in (OP_LUI, OP_AUIPC):
-            u, d = 0, bit(rd)
-        elif op in (OP_JAL, OP_JALR) and rd == RA:  # a call: reads its arguments, clobbers caller-saved
-            call_base[i] = bit(rs1) if op == OP_JALR else 0
-            u, d = call_base[i] | _ARGS, _CALLER_SAVED
-        elif op == OP_JALR and rs1 == RA and rd == 0:  # return: the result and what the caller preserved
-            u, d = _RETURN_VALUES | _PRESERVED, 0
-        elif op == OP_JALR:  # a tail call or an indirect jump: arguments and preserved registers
-            call_base[i] = _PRESERVED | bit(rs1)
-            u, d = call_base[i] | _ARGS, bit(rd)
-        elif op == OP_SYSTEM:  # ecall: a service reads its arguments and answers in a0
-            u, d = _ECALL_ARGS, 1 << 10
-        else:
-            u, d = 0, bit(rd)
-        uses.append(u)
-        defs.append(d)
-    return uses, defs, call_base
 
 
 def _fuse_block(program: Program, start: int, end: int, live_after: Sequence[int], slots: np.ndarray,
