@@ -55,6 +55,7 @@ _new_segment = tuple.__new__  # Segment(...) without the NamedTuple's Python-lev
 if (SERVICE_ME, SERVICE_MRAM_READ, SERVICE_MRAM_WRITE) != (Service.ME, Service.MRAM_READ, Service.MRAM_WRITE):
     raise ImportError("interpreter.run_segment's service numbers differ from cnm_ecall.h's")  # it services those
 
+
 @dataclass(frozen=True)
 class StackOverflow:
     """A tasklet whose stack outgrew its reserved size in a launch. A DPU checks no stack: the
@@ -141,9 +142,10 @@ class SimulatedDpu:
         try:
             result = self._run(program, routines, config, budget, base, per, reference)
         except SimFault as fault:  # what followed an overflowed stack is rarely the cause: name it too
-            if isinstance(fault, _Printed) or not (overflows := self._stack_overflows()):
+            self.stack_overflows = self._stack_overflows()
+            if isinstance(fault, _Printed) or not self.stack_overflows:
                 raise
-            raise type(fault)(f"{fault}; after {'; '.join(map(str, overflows))}") from fault
+            raise type(fault)(f"{fault}; after {'; '.join(map(str, self.stack_overflows))}") from fault
         self.stack_overflows = self._stack_overflows()
         return result
 
