@@ -107,7 +107,7 @@ class AppRun:
         if self.returncode == 0 and not FAILED.search(self.stdout):
             return "no DPU launch: the inputs are too small to test anything"
         lines = [line for line in (self.stdout + "\n" + self.stderr).splitlines() if FAILED.search(line)]
-        return (lines[0] if lines else f"exit {self.returncode}").strip()[:160]
+        return (lines[0] if lines else f"exit {self.returncode}").strip()[:400]
 
 
 def app_run(app: Path, dpus: int, args: tuple[str, ...]) -> AppRun:
