@@ -50,8 +50,8 @@ environment:
   CNMTUNE_TOOLCHAIN=proxy|upmem   toolchain (default proxy; upmem needs the UPMEM SDK)
   CNMTUNE_PIPELINE=P              use pipeline P for every C source (no cache lookup)
   CNMTUNE_TUNING_CACHE=0          ignore the tuning cache
-  CNMTUNE_TUNE=1                  tune a kernel source on a cache miss (needs a cost model:
-                                  CNMTUNE_MODEL=path.onnx unless cnmtune ships one), with
+  CNMTUNE_TUNE=1                  tune a kernel source on a cache miss (with the shipped cost
+                                  model, or CNMTUNE_MODEL=path.onnx), with
                                   CNMTUNE_TUNE_PIPELINES (50), CNMTUNE_TUNE_SIZE (small),
                                   CNMTUNE_TUNE_DPUS (one count; 64 or the most the size
                                   allows), CNMTUNE_TUNE_TOP_K (5 runs a round),

@@ -44,7 +44,8 @@ def choose_pipeline(inv: Invocation, source: str, toolchain: str):
             return _tuned(source, entry, toolchain != "proxy", "tuned now")
     else:
         notice(f"{source}: no tuned pipeline in the tuning cache for ({keys[0].describe()}); using {fallback} "
-               f"(tune with `cnmtune tune KERNEL`, or build with CNMTUNE_TUNE=1)")
+               f"(tune with `cnmtune tune --app DIR` for an application, `cnmtune tune KERNEL` for a kernel, or "
+               "build with CNMTUNE_TUNE=1)")
     return Pipeline.parse(fallback)
 
 

@@ -70,7 +70,8 @@ def test_compile_and_link_va_like_the_proxy_toolchain(run_cc, tmp_path, va, va_o
     assert compiled.returncode == 0, compiled.stderr
     miss = [line for line in compiled.stderr.splitlines() if line.startswith("cnmtune-cc:")]
     assert miss == [(f"cnmtune-cc: {SOURCE}: no tuned pipeline in the tuning cache for (proxy, NR_TASKLETS=16, "
-                     f"BL=10, INT32=1); using O2 (tune with `cnmtune tune KERNEL`, or build with CNMTUNE_TUNE=1)")]
+                     f"BL=10, INT32=1); using O2 (tune with `cnmtune tune --app DIR` for an application, "
+                     "`cnmtune tune KERNEL` for a kernel, or build with CNMTUNE_TUNE=1)")]
     linked = run_cc("-DNR_TASKLETS=16", "task.o", "-o", "va.elf")
     assert linked.returncode == 0, linked.stderr
     elf = tmp_path / "va.elf"
