@@ -15,7 +15,7 @@ sets that constant in the copy, as PrIM's own scripts vary it. BFS and SpMV read
 PrIM's repository does not store: the suite writes a random graph and a random sparse matrix in
 their formats (seeded).
 
-    python benchmarks/prim_apps.py [--prim DIR] [--csv FITTED.csv] [--validation-csv HELD_OUT.csv]
+    python benchmarks/prim_apps.py [--prim DIR] [--data DIR]
         [--parts suite,hardware] [--workloads VA,MLP] [--max-dpus 16] [--json PATH]
 """
 
@@ -36,15 +36,13 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from cnmtune.atomic import atomic_write
+import script_io
 from cnmtune.runtime.sim import calibration
 from cnmtune.runtime.sim.config import DpuConfig
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared"
 PRIM = SHARED / "prim-benchmarks"
-CSV = calibration.DATA / calibration.FITTED_CSV
-VALIDATION_CSV = calibration.DATA / calibration.VALIDATION_CSV
 TASKLETS = 16
 APP_TARGET, OWN_GAP_TARGET = 15.0, 5.0  # % kernel-time MAPE through the app; % app vs own per row
 ONE_RUN = ("-w", "0", "-e", "1")  # no warm-up, one timed repetition, as the hardware rows
@@ -258,12 +256,11 @@ def print_hardware(records: list[dict], summary: dict[str, dict], console: Conso
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prim", type=Path, default=PRIM, help="a PrIM checkout (default ../shared/prim-benchmarks)")
-    parser.add_argument("--csv", type=Path, default=CSV, help="hardware rows the constants were fitted on")
-    parser.add_argument("--validation-csv", type=Path, default=VALIDATION_CSV, help="held-out hardware rows")
+    script_io.data_option(parser)
     parser.add_argument("--parts", default="suite,hardware", help="suite, hardware or both (comma-separated)")
     parser.add_argument("--workloads", default="", help="hardware rows of these workloads only (e.g. VA,MLP)")
     parser.add_argument("--max-dpus", type=int, default=64, help="hardware rows with at most this many DPUs")
-    parser.add_argument("--json", type=Path, help="write the records and summaries here")
+    script_io.json_option(parser, "prim_apps.json", "the records and summaries")
     args = parser.parse_args()
     console = Console()
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
@@ -272,6 +269,8 @@ def main() -> int:
     if not (args.prim / "VA" / "Makefile").is_file():
         parser.error(f"--prim {args.prim}: not a PrIM checkout (no VA/Makefile); pass the folder holding PrIM's "
                      "applications (github CMU-SAFARI/prim-benchmarks)")
+    if "hardware" in parts:  # before the suite's minutes, not after them
+        csvs = script_io.data_files(parser, args.data, calibration.FITTED_CSV, calibration.VALIDATION_CSV)
     report: dict = {"config": DpuConfig.calibrated().hash}
     ok = True
     with tempfile.TemporaryDirectory(prefix="cnmtune-prim-") as tmp:
@@ -282,21 +281,15 @@ def main() -> int:
             ok &= print_suite(suite, console) == 0
             report["suite"] = suite
         if "hardware" in parts:
-            for path in (args.csv, args.validation_csv):
-                if not path.is_file():
-                    parser.error(f"{path}: no such file; pass --csv and --validation-csv (the hardware rows; "
-                                 "cnmtune ships them in cnmtune/data/calibration)")
             wanted = {w.strip().upper() for w in args.workloads.split(",") if w.strip()}
-            rows = [r for r in calibration.load_rows(args.csv) + calibration.load_rows(args.validation_csv)
+            rows = [r for path in csvs for r in calibration.load_rows(path)
                     if r.nr_dpus <= args.max_dpus and (not wanted or r.benchmark in wanted)]
             (work / "hardware").mkdir()
             hardware = run_hardware(args.prim, work / "hardware", rows, DpuConfig.calibrated(), console)
             summary = summarise_hardware(hardware)
             ok &= print_hardware(hardware, summary, console)
             report["hardware"] = {"summary": summary, "rows": hardware}
-    if args.json:
-        atomic_write(args.json, (json.dumps(report, indent=2) + "\n").encode())
-        console.print(f"wrote {args.json}")
+    console.print(f"wrote {script_io.write_json(args.json, report)}")
     return 0 if ok else 1
 
 
