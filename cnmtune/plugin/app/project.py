@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from cnmtune.atomic import atomic_write
 from cnmtune.errors import CnmtuneError, UsageError
 from cnmtune.runtime.hostapi import host_environment
 
@@ -187,13 +188,6 @@ def _read_stamp(path: Path) -> dict | None:
         return None
 
 
-def _write_stamp(path: Path, stamp: dict) -> None:
-    """Write the stamp whole or not at all: written aside, then renamed into place."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(stamp, indent=1) + "\n")
-    partial.replace(path)
-
-
 class AppProject:
     """An application directory (see the module docstring)."""
 
@@ -278,7 +272,7 @@ class AppProject:
         if not self.host_binary.is_file():
             raise AppError(f"the Makefile did not build {self.host_binary.relative_to(self.root)} "
                            "(give the host program's path with --host-binary)")
-        _write_stamp(stamp, _stamp(commands, str(library), outputs))
+        atomic_write(stamp, (json.dumps(_stamp(commands, str(library), outputs), indent=1) + "\n").encode())
         return done.stdout + done.stderr
 
     def run(self, args: Sequence[str], simulated_clock: bool = True, env: Mapping[str, str] | None = None,
