@@ -28,9 +28,9 @@ import numpy as np
 from numba import njit
 
 from cnmtune.dpu.abi import Service
-from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_OFFSET_MASK, MRAM_SIZE, WRAM_SIZE
+from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
 from cnmtune.runtime.sim.config import DpuConfig
-from cnmtune.runtime.sim.interpreter import SEGMENT_OUT_SIZE, EventKind, grown_mram, run_segment
+from cnmtune.runtime.sim.interpreter import SEGMENT_OUT_SIZE, EventKind, dma_offset, grown_mram, run_segment
 from cnmtune.runtime.sim.timing import COUNT_CYCLES, COUNT_INSTRUCTIONS, EALREADY, PERF_GRANULARITY, SPIN_SLOTS
 from cnmtune.runtime.sim.trace import Action
 
@@ -377,7 +377,7 @@ def cosimulate(code, text_address, kinds, natives, regs, pcs, wram, mram, stack_
             if moved:  # _Functional._dma
                 read = action == _A_DMA_READ
                 mram_addr = a0 if read else a1
-                offset = mram_addr & MRAM_OFFSET_MASK & ~7
+                offset = dma_offset(mram_addr)
                 wram_addr = (a1 if read else a0) & ~7
                 if not 0 <= wram_addr <= WRAM_SIZE - a2 or offset > MRAM_SIZE - a2:  # a2: dma_bytes
                     info[0], info[1], info[2], info[3], info[4], info[5] = t, pc, read, mram_addr, wram_addr, a2

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_OFFSET_MASK, MRAM_SIZE, WRAM_SIZE
+from cnmtune.dpu.memory_map import MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE
 from cnmtune.errors import Deadlock, DeviceError, DmaError, SimFault, SimTimeout
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.dpu.abi import Service, fault_name
 from cnmtune.runtime.sim.image import ProgramImage
 from cnmtune.runtime.sim.interpreter import (
     SEGMENT_OUT_SIZE, SERVICE_ME, SERVICE_MRAM_READ, SERVICE_MRAM_WRITE, DpuState, Event,
-    EventKind, FaultKind, run_segment)
+    EventKind, FaultKind, dma_offset, run_segment)
 from cnmtune.runtime.sim.printf import c_string, format_printf
 from cnmtune.runtime.sim.program import DecodedProgram
 from cnmtune.runtime.sim import cosim
@@ -382,8 +382,8 @@ class _Functional:
         # PrIM's BS, TRNS and GEMV pass such addresses and verify on UPMEM hardware; TRNS reads
         # `done_array + i` and then tests bit i % 8 of the word, GEMV shifts a block read from an odd
         # row start by the rounding). The SDK's docs state the 8-byte rule; they do not say it faults.
-        # The MRAM side is decoded as the DPU does (MRAM_OFFSET_MASK): a 0-based offset is legal.
-        offset, wram_addr = mram_addr & MRAM_OFFSET_MASK & ~7, wram_addr & ~7
+        # The MRAM side is decoded as the DPU does (dma_offset): a 0-based offset is legal.
+        offset, wram_addr = dma_offset(mram_addr), wram_addr & ~7
         if not 0 <= wram_addr <= WRAM_SIZE - nbytes or offset > MRAM_SIZE - nbytes:  # nbytes: dma_bytes
             self._dma_error(t, pc, read, mram_addr, wram_addr, nbytes)
         state = self.state
@@ -400,7 +400,7 @@ class _Functional:
         if not 0 <= wram_addr <= WRAM_SIZE - nbytes:
             problem = f"WRAM range {wram_addr:#x}+{nbytes} outside the 64 KiB WRAM"
         else:
-            offset = mram_addr & MRAM_OFFSET_MASK & ~7
+            offset = dma_offset(mram_addr)
             problem = (f"MRAM range {mram_addr:#x}+{nbytes} (bank offset {offset:#x}) runs past the end of "
                        f"the {MRAM_SIZE >> 20} MiB MRAM bank")
         raise DmaError(self._where(t, pc, f"{name}: {problem}"))

@@ -394,6 +394,13 @@ def dma_bytes(n):
     and verifies on UPMEM hardware. The SDK refuses a constant size outside the rule at compile
     time (cnmtune's mram.h too); the DPU checks nothing at run time."""
     return ((((n >> 3) - 1) & 0xFF) + 1) << 3
+
+
+@njit(cache=True, nogil=True)
+def dma_offset(address):
+    """The MRAM byte a DMA at `address` starts from, as the engine decodes it: the offset in the
+    bank (memory_map.MRAM_OFFSET_MASK), aligned down to 8 like both of its addresses."""
+    return address & MRAM_OFFSET_MASK & ~7
 # run_segment's out[]: run_tasklet's out[:OUT_SIZE] of the last run, then these totals of the call
 _SEG_SLOTS, _SEG_INSTRUCTIONS, _SEG_ENTRIES, _SEG_RID, _SEG_PARAM, _SEG_DMA = range(OUT_SIZE, OUT_SIZE + 6)
 SEGMENT_OUT_SIZE = OUT_SIZE + 6
@@ -445,7 +452,7 @@ def run_segment(code, text_address, routine_kind, routine_native, t, regs, pcs, 
                 m, w = out[9], out[10]
             else:
                 m, w = out[10], out[9]
-            offset = m & MRAM_OFFSET_MASK
+            offset = dma_offset(m)
             if (((w | m) & 7) == 0 and 0 <= w <= WRAM_SIZE - n
                     and offset <= MRAM_SIZE - n and offset + n <= mram.shape[0]):
                 pcs[t] = (out[1] + 4) & 0xFFFFFFFF
