@@ -167,9 +167,9 @@ class SimulatedDpu:
 
     def _stack_overflows(self) -> tuple[StackOverflow, ...]:
         """The tasklets whose sp went below their stack in the launch just run."""
-        size, state = self.image.stack_size, self.state
-        return tuple(StackOverflow(self.index, t, int(state.stack_lo[t]) + size - int(state.stack_deepest[t]), size)
-                     for t in range(self.image.nr_tasklets) if state.stack_deepest[t] < state.stack_lo[t])
+        image, deepest = self.image, self.state.stack_deepest
+        return tuple(StackOverflow(self.index, t, image.stack_top(t) - int(deepest[t]), image.stack_size)
+                     for t in range(image.nr_tasklets) if image.stack_top(t) - int(deepest[t]) > image.stack_size)
 
 
 class _Printed(SimFault):
@@ -223,8 +223,7 @@ class _Functional:
         state.in_routine[:, 0] = -1
         state.mram_accesses[:] = 0
         for t in range(MAX_TASKLETS):
-            low = image.stacks_start + t * image.stack_size
-            state.stack_lo[t], state.stack_deepest[t] = low, low + image.stack_size
+            state.stack_deepest[t] = image.stack_top(t)
         # what step() passes to run_tasklet on every call (only state.mram is ever reallocated)
         self._fixed = (program.code, program.text_address, program.routine_kind, program.routine_native,
                        state.regs, state.pcs, state.wram, state.stack_deepest, state.routine_acc,

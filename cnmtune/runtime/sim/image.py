@@ -95,6 +95,11 @@ class ProgramImage:
         """
         return _decode(self, _table_signature(config), NATIVE_ROUTINES if native is None else bool(native))
 
+    def stack_top(self, tasklet: int) -> int:
+        """Where `tasklet`'s stack starts (the proxy's stacks grow down from there): tasklet t owns
+        [stacks_start + t * stack_size, stacks_start + (t + 1) * stack_size) (cnmtune/dpu/dpu.ld)."""
+        return self.stacks_start + (tasklet + 1) * self.stack_size
+
     def symbol(self, name: str) -> int:
         """Address of a symbol; KeyError if absent."""
         return self.symbols[name]

@@ -493,9 +493,9 @@ class DpuState:
     """The arrays run_tasklet reads and writes for one DPU (all owned by the caller).
 
     regs uint32[24, 32], pcs uint32[24], wram uint8[65536], mram uint8[n] (n % 8 == 0, grown on
-    MRAM_GROW), stack_lo uint32[24] (the bottom of each tasklet's stack), stack_deepest int64[24]
-    (the lowest sp a tasklet reached, signed: below stack_lo it overflowed, which a DPU does not check, so
-    neither does run_tasklet; cnmtune.runtime.sim.dpu reports it), routine_acc int64[24, R, 2]
+    MRAM_GROW), stack_deepest int64[24] (the lowest sp a tasklet reached, signed; below its
+    stack it overflowed, which a DPU does not check, so neither does run_tasklet:
+    cnmtune.runtime.sim.dpu reports it), routine_acc int64[24, R, 2]
     (count, param sum), in_routine int64[24, 2] (routine id or -1, return address),
     mram_accesses int64[24] (direct MRAM load/store instructions).
     """
@@ -505,7 +505,6 @@ class DpuState:
         self.pcs = np.zeros(MAX_TASKLETS, np.uint32)
         self.wram = np.zeros(WRAM_SIZE, np.uint8)
         self.mram = np.zeros(_round8(mram_bytes), np.uint8)
-        self.stack_lo = np.zeros(MAX_TASKLETS, np.uint32)
         self.stack_deepest = np.full(MAX_TASKLETS, M32, np.int64)
         self.routine_acc = np.zeros((MAX_TASKLETS, n_routines, 2), np.int64)
         self.in_routine = np.zeros((MAX_TASKLETS, 2), np.int64)

@@ -70,7 +70,7 @@ def run_one_tasklet(loaded: LoadedElf, budget: int = 1 << 40) -> dict:
     state, sym = loaded.state, loaded.symbols
     state.pcs[0] = loaded.entry
     stack_top = sym["__sys_stacks_start"] + sym["__cnm_stack_size"]
-    state.stack_lo[0], state.stack_deepest[0] = sym["__sys_stacks_start"], stack_top
+    state.stack_deepest[0] = stack_top
     regs, totals, locks = state.regs[0], {"slots": 0, "instructions": 0, "events": 0, "seconds": 0.0}, set()
     while True:
         start = time.perf_counter()

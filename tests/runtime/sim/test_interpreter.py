@@ -262,7 +262,7 @@ def test_faults(source, fault, executed, address):
 def test_sp_below_the_stack_is_recorded_not_a_fault():
     """A DPU checks no stack: sp leaving it is no event; the deepest sp is kept for the report."""
     interp, state = make("li t0, 0x400\nmv sp, t0\naddi sp, sp, -16\naddi sp, sp, -16\naddi sp, sp, 32\necall")
-    state.stack_lo[0], state.stack_deepest[0] = 0x3F0, 0x400
+    state.stack_deepest[0] = 0x400
     event = interp.run(0, state, 100)
     assert (event.kind, event.pc, event.instructions) == (EventKind.ECALL, BASE + 24, 7)  # li is lui + addi
     assert state.stack_deepest[0] == 0x3E0 and state.regs[0, 2] == 0x400

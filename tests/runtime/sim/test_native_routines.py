@@ -141,7 +141,7 @@ class Harness:
         self.names = names
         self.entries = {f.name: f.address for f in self.image.functions}
         self.ecall = self.native.address_of(int(np.flatnonzero(self.native.op == Op.ECALL)[0]))
-        self.sp = self.image.stacks_start + self.image.stack_size
+        self.sp = self.image.stack_top(0)
         self.state = DpuState(len(names))
         self.interpreters = {True: Interpreter(self.native), False: Interpreter(self.interpreted)}
 
