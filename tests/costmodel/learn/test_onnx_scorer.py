@@ -199,10 +199,12 @@ def test_int8_companion_keeps_the_contract_and_scores_close(exported, trained, s
     # What the tuner relies on: the same ranking and nearly the same accuracy. A bound on the worst
     # row does not hold for dynamic quantisation (activation scales follow the batch): on the
     # shipped model the largest log difference over the 164,471 reference rows is 0.19 (median 0.013).
+    # This fixture's small model, trained for a few epochs, has medians of 0.019-0.039 over seeds 0-3
+    # of its store: the bound asks for "close" (under 5 %), the ranking and the MAPE for the rest.
     a, b = fp32.predict(samples.X), int8.predict(samples.X)
     true = np.exp(samples.y[:, TARGETS.index("runtime")].astype(np.float64))
     assert kendall_tau(a.runtime_s, b.runtime_s) >= 0.93
-    assert np.median(np.abs(a.log_targets - b.log_targets)) < 0.02
+    assert np.median(np.abs(a.log_targets - b.log_targets)) < 0.05
     assert mape(true, b.runtime_s) - mape(true, a.runtime_s) < 2.5  # percentage points
     with pytest.raises(ModelError, match="already quantised"):
         quantize_model(path, path.with_name("again.onnx"))
