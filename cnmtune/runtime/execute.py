@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -11,6 +10,7 @@ from cnmtune.errors import KernelError, VerificationError
 from cnmtune.runtime.device import Device
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice
+from cnmtune.runtime.sim.jit import Stopwatch
 from cnmtune.runtime.sim.timing import priced_slots
 from cnmtune.runtime.toolchain import Binary
 
@@ -80,8 +80,9 @@ def run_on_device(binary: Binary, device: Device, size: int, seed: int = 0,
     On the embedded simulator the result carries its cycle, instruction and tasklet counts; on
     any other device (UPMEM hardware or SDK simulator) only the measured times, plus cycles when
     the device reads per-DPU counters (UpmemDevice's cycles_symbol). `verify` False skips the
-    comparison with the reference (a sampled simulation computes only some DPUs' outputs)."""
-    start = time.perf_counter()
+    comparison with the reference (a sampled simulation computes only some DPUs' outputs). The
+    wall time leaves out a first run's compile of the simulator's native code (sim.jit)."""
+    stopwatch = Stopwatch()
     variant = binary.variant
     workload = variant.kernel.workload(size, device.nr_dpus, variant.nr_tasklets, dict(variant.defines), seed,
                                        **(params or {}))
@@ -98,9 +99,9 @@ def run_on_device(binary: Binary, device: Device, size: int, seed: int = 0,
                 raise VerificationError(f"{error}; {'; '.join(warnings)}") from error
             raise
     if isinstance(device, SimDevice):
-        result = _result(binary, device, size, time.perf_counter() - start)
+        result = _result(binary, device, size, stopwatch.seconds())
     else:
-        result = _measured_result(binary, device, size, time.perf_counter() - start)
+        result = _measured_result(binary, device, size, stopwatch.seconds())
     # a sampled run reads zeros from unsampled DPUs, so a data-driven host (bfs) may stop early
     if verify and result.launches != (declared := workload.launch_count()):
         raise KernelError(f"{workload.name}: the host program launched the DPUs {result.launches} time(s) but its "

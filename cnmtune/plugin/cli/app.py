@@ -24,6 +24,7 @@ from cnmtune.errors import CnmtuneError, UsageError
 from cnmtune.extras import missing_extra
 from cnmtune.plugin.cli.application import application_app
 from cnmtune.plugin.cli.build import compare_command, compile_command, features_command
+from cnmtune.plugin.cli.cache import cache_app
 from cnmtune.plugin.cli.catalog import kernels_command, passes_command
 from cnmtune.plugin.cli.dataset import dataset_app
 from cnmtune.plugin.cli.model import model_app
@@ -112,6 +113,7 @@ app = typer.Typer(
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(model_app, name="model")
 app.add_typer(application_app, name="app")
+app.add_typer(cache_app, name="cache")
 for name, command in (("tune", tune_command), ("sweep", sweep_command), ("offload", offload_command),
                       ("compile", compile_command), ("features", features_command), ("compare", compare_command),
                       ("run", run_command), ("kernels", kernels_command), ("passes", passes_command),

@@ -68,9 +68,11 @@ def generate_command(
     with Store(db) as store, make_executor(workers, scheduler) as executor:
         columns = (TextColumn("{task.description:9}"), BarColumn(), MofNCompleteColumn(),
                    _RateColumn(), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
-        with Progress(*columns, console=err_console, transient=as_json) as bar:
+        # one printer: bars on a terminal; elsewhere (a log file, a pipe) lines, as the bars would
+        # only print their last state at the end, with a rate of their own
+        with Progress(*columns, console=err_console, transient=as_json, disable=not err_console.is_terminal) as bar:
             tasks = {phase: bar.add_task(phase, total=None) for phase in ("compile", "simulate")}
-            lines = ProgressLines(err_console)  # a log file's progress, where the bars draw nothing
+            lines = ProgressLines(err_console)
 
             def progress(phase: str, done: int, total: int) -> None:
                 bar.update(tasks[phase], completed=done, total=total)

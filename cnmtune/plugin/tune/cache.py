@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from cnmtune.dpu.memory_map import DEFAULT_STACK_SIZE
 from cnmtune.errors import CnmtuneError, KernelError
-from cnmtune.runtime.toolchain.cache import content_key, default_cache_dir
+from cnmtune.runtime.toolchain.cache import TUNING_FILE, content_key, default_cache_dir
 from cnmtune.runtime.workload import define_value
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["CACHE_FILE", "TunedEntry", "TuningCache", "TuningKey", "canonical_defines", "kernel_dir_of",
            "key_for", "record_tune"]
 
-CACHE_FILE = "tuning.sqlite"
+CACHE_FILE = TUNING_FILE  # beside the build cache, which reports it and never cleans it
 TASKLETS, STACK = "NR_TASKLETS", "STACK_SIZE_DEFAULT"
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
 

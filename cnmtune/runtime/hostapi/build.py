@@ -103,6 +103,7 @@ def host_environment(cache: BuildCache | None = None) -> tuple[Path, dict[str, s
     if not (target / "lib" / "libdpu.a").is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         _build(target, cc)
+        cache.added(target)
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(target / "bin"), *filter(None, [env.get("PATH")])])
     env.setdefault("CNMTUNE_PYTHON", sys.executable)

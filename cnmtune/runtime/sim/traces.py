@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -31,10 +30,11 @@ from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig, RoutineCost
 from cnmtune.runtime.sim.device import SimDevice, Transfer
+from cnmtune.runtime.sim.jit import Stopwatch
 from cnmtune.runtime.sim.routines import RoutineKind
 from cnmtune.runtime.sim.trace import Trace
 from cnmtune.runtime.toolchain import Binary, ProxyToolchain, Toolchain, Variant
-from cnmtune.runtime.toolchain.cache import content_key, default_cache_dir
+from cnmtune.runtime.toolchain.cache import TRACES, BuildCache, content_key, default_cache_dir
 
 __all__ = ["RecordedLaunch", "TraceSet", "config_from_json", "config_to_json", "default_trace_root",
            "kernel_of", "load_trace_set", "obtain_trace_set", "record_trace_set", "save_trace_set", "trace_key"]
@@ -47,7 +47,7 @@ _COLUMNS = ("tasklet", "slots", "instructions", "routine_counts", "routine_param
 
 def default_trace_root() -> Path:
     """Where trace sets live unless --traces says otherwise: <cnmtune cache dir>/traces."""
-    return default_cache_dir() / "traces"
+    return default_cache_dir() / TRACES
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def _trace_digest(trace: Trace) -> str:
 def record_trace_set(binary: Binary, dpus: int, size: int, seed: int = 0, params: dict | None = None,
                      config: DpuConfig | None = None) -> TraceSet:
     """Run `binary` once on the simulator (verified) and keep every launch's traces and the transfers."""
-    start = time.perf_counter()
+    stopwatch = Stopwatch()  # a first run's JIT compile is not recording time
     variant = binary.variant
     config = config or DpuConfig.calibrated()
     params = dict(params or {})
@@ -180,7 +180,7 @@ def record_trace_set(binary: Binary, dpus: int, size: int, seed: int = 0, params
         config=config, launches=tuple(launches), transfers=tuple(device.transfers),
         kernel_s=device.times.kernel_s, host_to_dpu_s=device.times.host_to_dpu_s,
         dpu_to_host_s=device.times.dpu_to_host_s, inter_dpu_s=device.times.inter_dpu_s,
-        record_seconds=time.perf_counter() - start)
+        record_seconds=stopwatch.seconds())
 
 
 def save_trace_set(trace_set: TraceSet, directory: Path) -> Path:
@@ -282,9 +282,13 @@ def obtain_trace_set(variant: Variant, dpus: int, size: int, seed: int = 0, para
     config = config or DpuConfig.calibrated()
     binary = (toolchain or ProxyToolchain()).compile(variant)
     params = dict(params or {})
-    directory = Path(root or default_trace_root()) / trace_key(binary.elf_hash, dpus, size, seed, params, config)
+    key = trace_key(binary.elf_hash, dpus, size, seed, params, config)
+    cache = BuildCache() if root is None else None  # sets in the cache dir count toward its bound
+    directory = cache.trace_set(key) if cache else Path(root) / key
     if not rerecord and (directory / MANIFEST).is_file():
         return load_trace_set(directory), False
     trace_set = record_trace_set(binary, dpus, size, seed, params, config)
     save_trace_set(trace_set, directory)
+    if cache:
+        cache.added(directory)
     return load_trace_set(directory), True

@@ -138,6 +138,7 @@ class ProxyToolchain(Toolchain):
         if not cached:
             objects = [self._object(variant, source) for source in variant.kernel.sources]
             self.link(objects, elf_path, variant.nr_tasklets, variant.stack_size, variant.label)
+            self.cache.added(elf_path)
         memory = read_memory_use(elf_path)
         check_capacity(memory, variant.label)
         elf_hash = hashlib.sha256(elf_path.read_bytes()).hexdigest()

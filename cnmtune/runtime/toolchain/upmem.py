@@ -111,6 +111,7 @@ class UpmemToolchain(Toolchain):
             opt_args = self.opt.pipeline_args(variant.pipeline)  # an unknown pass fails before any compile
             bitcode = [self.optimize(variant, source, opt_args) for source in variant.kernel.sources]
             self.link(bitcode, elf_path, variant.nr_tasklets, variant.stack_size, variant.label)
+            self.cache.added(elf_path)
         memory = read_dpu_memory_use(elf_path)
         elf_hash = hashlib.sha256(elf_path.read_bytes()).hexdigest()
         return Binary(variant, elf_path, elf_hash, self.identity, memory, time.perf_counter() - start, cached)
@@ -153,6 +154,7 @@ class UpmemToolchain(Toolchain):
                 raise CompileError(f"{variant.label}: {source.name} does not compile (UPMEM SDK clang)",
                                    (proc.stderr or proc.stdout).strip())
             _stage(out, path)
+        self.cache.added(path)
         return path
 
     def optimize(self, variant: Variant, source: Path, opt_args: Sequence[str]) -> Path:
@@ -176,6 +178,7 @@ class UpmemToolchain(Toolchain):
                                         f"pipeline {variant.pipeline.text!r}: {first}")
                 raise CompileError(f"{variant.label}: opt failed on {source.name} (UPMEM SDK)", diagnostics)
             _stage(out, path)
+        self.cache.added(path)
         return path
 
     def link(self, bitcode: Sequence[Path], output: Path, nr_tasklets: int, stack_size: int, label: str) -> None:

@@ -68,6 +68,7 @@ def build_harness(sdk: UpmemSdk, cache: BuildCache | None = None) -> tuple[Path,
             staged = target.with_name(f".{target.name}.{os.getpid()}.{Path(tmp).name}")
             shutil.move(str(out), staged)
             staged.replace(target)
+        cache.added(target)
     env = dict(os.environ)
     if lib_dirs:  # the SDK loads its backends (libdpufsim, libdpuhw) from its library directory
         env["LD_LIBRARY_PATH"] = os.pathsep.join([*lib_dirs, *filter(None, [env.get("LD_LIBRARY_PATH")])])
