@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated build cache, the proxy toolchain, the va kernel, scratch kernels."""
+"""Shared fixtures: an isolated build cache, the proxy toolchain, the va kernel, scratch kernels, small
+stores and untrained cost models."""
 
 from __future__ import annotations
 
@@ -79,3 +80,35 @@ def l2p_db(tmp_path_factory, isolated_cache) -> Path:
     with Store(db) as store:
         generate(spec, store, InlineExecutor())
     return db
+
+
+def _random_model(directory: Path, checkpoint: bool) -> Path:
+    """An untrained (seeded) L2P network exported to ONNX in `directory`, with its training
+    checkpoint beside it (random.pt) when `checkpoint`."""
+    import torch
+
+    from cnmtune.costmodel import L2PConfig, export_onnx, model_schema
+    from cnmtune.costmodel.learn.checkpoint import save_checkpoint
+    from cnmtune.costmodel.learn.model import L2PModel
+    from cnmtune.costmodel.learn.samples import input_columns
+
+    schema = model_schema()
+    columns = tuple(input_columns(schema))
+    torch.manual_seed(0)
+    model = L2PModel(len(columns), L2PConfig(depth=1, width=8, dropout=0.0), columns=columns).eval()
+    path = directory / "random.onnx"
+    if checkpoint:
+        save_checkpoint(path.with_suffix(".pt"), model, {"data_hash": "none"})
+    return export_onnx(model, path, schema=schema, toolchain_kind="proxy", llvm_version="test", data_hash="none")
+
+
+@pytest.fixture(scope="session")
+def random_model(tmp_path_factory) -> Path:
+    """An untrained L2P network as ONNX, without its checkpoint: enough to drive the tuner quickly."""
+    return _random_model(tmp_path_factory.mktemp("random-model"), checkpoint=False)
+
+
+@pytest.fixture(scope="session")
+def adaptable_model(tmp_path_factory) -> Path:
+    """The same network with its training checkpoint beside it: a tune fine-tunes it after each round."""
+    return _random_model(tmp_path_factory.mktemp("adaptable-model"), checkpoint=True)

@@ -8,7 +8,8 @@ completion order, until nothing is pending.
 - ``ProcessExecutor``: local worker processes (spawned, so no LLVM or numba state is forked).
   A task that kills its worker (a crash in native code) does not take the batch down: the
   tasks that were in flight are re-run one per fresh process, and the one that crashes again
-  is reported as failed.
+  is reported as failed. Workers ignore Ctrl-C (SIGINT reaches the whole process group): the
+  coordinator is interrupted, and leaving the executor with an exception stops them at once.
 - ``DaskExecutor``: a Dask distributed cluster (``tcp://HOST:8786``, or a ``Client``/
   ``LocalCluster`` given directly). Dask re-runs tasks of dead workers; a task that keeps
   killing workers comes back as failed.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import abc
 import multiprocessing
 import os
+import signal
 import threading
 import time
 import traceback
@@ -79,11 +81,18 @@ class Executor(abc.ABC):
     def close(self) -> None:
         """Release the workers."""
 
+    def abort(self) -> None:
+        """Release the workers without waiting for the tasks in flight (the work stopped)."""
+        self.close()
+
     def __enter__(self) -> Executor:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # an error or Ctrl-C: nobody waits for the results
+            self.abort()
 
 
 class InlineExecutor(Executor):
@@ -122,7 +131,7 @@ class ProcessExecutor(Executor):
 
     def _new_pool(self, workers: int) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=workers, mp_context=self._context,
-                                   initializer=_exit_with_parent, initargs=(os.getpid(),))
+                                   initializer=_worker_setup, initargs=(os.getpid(),))
 
     def submit(self, fn, arg) -> None:
         self._queue.append((fn, arg))
@@ -175,9 +184,21 @@ class ProcessExecutor(Executor):
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
+    def abort(self) -> None:
+        # the pool has no public way to stop a running task: its worker processes are ended
+        processes = list((self._pool._processes or {}).values())
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join()
 
-def _exit_with_parent(parent: int) -> None:
-    """Worker initializer: leave when the coordinator dies (e.g. killed), instead of lingering."""
+
+def _worker_setup(parent: int) -> None:
+    """Worker initializer: ignore Ctrl-C (the coordinator stops the workers) and leave when the
+    coordinator dies (e.g. killed), instead of lingering."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(1.0)

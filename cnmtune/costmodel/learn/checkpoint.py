@@ -10,7 +10,8 @@ from __future__ import annotations
 import io
 import json
 import os
-import pickle
+import warnings
+import zipfile
 from pathlib import Path
 
 import torch
@@ -40,25 +41,53 @@ def save_checkpoint(path: str | os.PathLike, model: L2PModel, meta: dict | None 
 
 
 def load_checkpoint(path: str | os.PathLike) -> tuple[L2PModel, dict]:
-    """The model (in eval mode) and the metadata saved by ``save_checkpoint``."""
+    """The model (in eval mode) and the metadata saved by ``save_checkpoint``. A file it cannot use
+    is a ModelError naming the cause in one line, raised from the library's error (whose full text
+    `cnmtune -v` shows)."""
     path, side = Path(path), sidecar(path)
+    if not path.is_file():
+        raise ModelError(f"checkpoint file {path} does not exist")
+    model, meta = _network(path, side)
+    state = _tensors(path)
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, TypeError, AttributeError) as exc:  # missing or misshapen tensors, or no state dict
+        raise ModelError(f"cannot read checkpoint {path}: its tensors do not fit the network {side.name} "
+                         "describes") from exc
+    return model.eval(), meta
+
+
+def _network(path: Path, side: Path) -> tuple[L2PModel, dict]:
+    """The untrained network the side-car of checkpoint ``path`` describes, and its metadata."""
     try:
         record = json.loads(side.read_text())
-        if record.get("format") != CHECKPOINT_FORMAT:
-            raise ModelError(f"{side}: not a cnmtune L2P checkpoint side-car "
-                             f"(format {record.get('format')!r}, expected {CHECKPOINT_FORMAT!r})")
-        model = L2PModel(int(record["n_inputs"]), L2PConfig.from_dict(record["config"]))
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        model.load_state_dict(state)
-        meta = record["meta"]
-    except ModelError:
-        raise
-    except FileNotFoundError as exc:
-        raise ModelError(f"checkpoint file {exc.filename} does not exist") from None
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError, EOFError, pickle.UnpicklingError) as exc:
-        # Corrupt weights make torch.load raise RuntimeError or UnpicklingError (also for
-        # anything but tensors under weights_only); load_state_dict raises RuntimeError on
-        # missing or misshapen tensors; a broken side-car raises ValueError or KeyError.
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"{path}: unreadable L2P checkpoint ({first})") from None
-    return model.eval(), meta
+    except FileNotFoundError:
+        raise ModelError(f"cannot read checkpoint {path}: its side-car {side.name} does not exist") from None
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
+        raise ModelError(f"cannot read checkpoint {path}: its side-car {side.name} is not readable JSON") from exc
+    found = record.get("format") if isinstance(record, dict) else None
+    if found != CHECKPOINT_FORMAT:
+        raise ModelError(f"{side}: not a cnmtune L2P checkpoint side-car (format {found!r}, "
+                         f"expected {CHECKPOINT_FORMAT!r})")
+    try:
+        return L2PModel(int(record["n_inputs"]), L2PConfig.from_dict(record["config"])), record["meta"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelError(f"cannot read checkpoint {path}: its side-car {side.name} does not describe an L2P "
+                         "network") from exc
+
+
+def _tensors(path: Path) -> dict:
+    """The state dict in ``path``, read by torch without unpickling any object."""
+    try:
+        with warnings.catch_warnings():  # e.g. on a plain pickle's protocol: the error below says what failed
+            warnings.simplefilter("ignore")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except OSError as exc:
+        raise ModelError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from exc
+    except RuntimeError as exc:  # torch's archive reader
+        raise ModelError(f"cannot read checkpoint {path}: not a cnmtune checkpoint (a damaged torch "
+                         "archive)") from exc
+    except Exception as exc:  # whatever unpickling garbage raises: UnpicklingError, EOFError, KeyError, ...
+        cause = "it holds pickled objects, not only tensors" if zipfile.is_zipfile(path) else \
+            "torch could not unpickle it"
+        raise ModelError(f"cannot read checkpoint {path}: not a cnmtune checkpoint ({cause})") from exc

@@ -3,7 +3,8 @@
 `main` is the one error handler of every command: whatever stops a command ends in one line on
 stderr (and ``{"error": line}`` on stdout when the command line asks for --json) and a non-zero
 exit code, 2 for a command line that cannot run as written (a usage error) and 1 for work that
-failed; ``-v`` adds the traceback for bug reports.
+failed; ``-v`` adds the traceback for bug reports (with the library error a cnmtune error was
+raised from). Ctrl-C ends in the line 'interrupted' and exit code 130.
 
 Help shows its text as written: rich markup mode with the text escaped, not markdown, which
 would eat `*`, `_` and `<...>` (``frequency_mhz*1.0`` would show as an emphasis).
@@ -30,7 +31,8 @@ from cnmtune.plugin.cli.dataset import dataset_app
 from cnmtune.plugin.cli.model import model_app
 from cnmtune.plugin.cli.new import new_command
 from cnmtune.plugin.cli.offload import offload_command
-from cnmtune.plugin.cli.output import FAILURE_EXIT, USAGE_EXIT, console, print_error, set_verbosity, verbosity
+from cnmtune.plugin.cli.output import (FAILURE_EXIT, INTERRUPTED_EXIT, USAGE_EXIT, console, print_error,
+                                      set_verbosity, verbosity, warn)
 from cnmtune.plugin.cli.run import run_command
 from cnmtune.plugin.cli.sweep import sweep_command
 from cnmtune.plugin.cli.tune import tune_command
@@ -154,6 +156,8 @@ def main() -> None:
     args = sys.argv[1:]
     try:
         code = app(args=args, standalone_mode=False)
+    except KeyboardInterrupt:  # typer returns INTERRUPTED_EXIT for Ctrl-C in a command; this one came outside
+        code = INTERRUPTED_EXIT
     except Exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # typer printed the help already
             sys.exit(exc.exit_code)
@@ -162,6 +166,8 @@ def main() -> None:
             traceback.print_exception(exc)
         print_error(line, _wants_json(args))
         sys.exit(exit_code)
+    if code == INTERRUPTED_EXIT:
+        warn("interrupted")
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 USAGE_EXIT = 2  # the command line cannot run as written (cnmtune.errors.UsageError, typer's usage errors)
 FAILURE_EXIT = 1  # the work failed
+INTERRUPTED_EXIT = 130  # Ctrl-C (128 + SIGINT, as a shell reports it); typer exits so on KeyboardInterrupt
 
 console = Console()  # results: tables and lines a user reads
 err_console = Console(stderr=True)  # progress bars and notes on stderr; silent under -q
@@ -78,19 +79,26 @@ def print_error(line: str, as_json: bool) -> None:
 
 
 class PhaseBars:
-    """Progress bars, one per phase label; call it as progress(phase, done, total)."""
+    """The progress of the phase under way: a bar labelled with the phase (a new phase replaces the
+    last one's bar: a finished bar never stands for work still running) and, off a terminal, plain
+    lines (ProgressLines). Call it as progress(phase, done, total); a total of None (not known yet)
+    shows a pulsing bar."""
 
-    def __init__(self, bar: Progress):
-        self._bar = bar
-        self._tasks: dict[str, int] = {}
+    def __init__(self, bar: Progress, lines: ProgressLines):
+        self._bar, self._lines = bar, lines
+        self._phase: str | None = None
+        self._task: int | None = None
 
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if phase not in self._tasks:
-            self._tasks[phase] = self._bar.add_task(phase, total=total)
-        self._bar.update(self._tasks[phase], completed=done, total=total)
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        if phase != self._phase:
+            if self._task is not None:
+                self._bar.remove_task(self._task)
+            self._phase, self._task = phase, self._bar.add_task(phase, total=total)
+        self._bar.update(self._task, completed=done, total=total)
+        self._lines(phase, done, total)
 
     def of(self, item: str):
-        """A progress(phase, done, total) whose bars are labelled `item: phase`."""
+        """A progress(phase, done, total) whose phases are labelled `item: phase`."""
         return lambda phase, done, total: self(f"{item}: {phase}", done, total)
 
 
@@ -133,10 +141,12 @@ def _clock_text(seconds: float) -> str:
 
 @contextlib.contextmanager
 def phase_bars(label_width: int = 8) -> Iterator[PhaseBars]:
-    """Transient progress bars on stderr (silent under -q), one per phase, while the block runs."""
+    """The progress of the phase under way on stderr while the block runs (silent under -q): a
+    transient bar on a terminal, a line per phase elsewhere (a pipe, a log file)."""
     columns = (TextColumn(f"{{task.description:{label_width}}}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True) as bar:
-        yield PhaseBars(bar)
+    # off a terminal the bar draws nothing (but a blank line when it stops): the lines stand in for it
+    with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
+        yield PhaseBars(bar, ProgressLines(err_console))
 
 
 def print_pipeline_legend(ids: dict[str, str]) -> None:

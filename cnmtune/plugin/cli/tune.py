@@ -101,6 +101,8 @@ def tune_command(
     with Store(db) if db is not None else nullcontext() as store, make_executor(workers, scheduler) as executor, \
             phase_bars() as progress:
         report = tune(spec, executor, store, progress)
+    if report.finetune and "skipped" in report.finetune:  # asked for (--adapt), and not done: the tune is weaker
+        warn(f"warning: model not adapted: {report.finetune['skipped']}")
     recorded = _save(spec, report) if save else None
     failed = report.chosen is None
     if not as_json:

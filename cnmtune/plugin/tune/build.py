@@ -37,7 +37,7 @@ class Built:
     first_failure: str = ""
 
 
-def build(kernel: Kernel, space: Space, executor: Executor, progress: Callable[[str, int, int], None],
+def build(kernel: Kernel, space: Space, executor: Executor, progress: Callable[[str, int, int | None], None],
           on_compiled: Callable[[list[CompileResult]], None],
           requests: Sequence[BuildRequest] | None = None) -> Built:
     """Compile `requests` (default: every pipeline of the space at its base grid's tasklet counts);
@@ -50,6 +50,7 @@ def build(kernel: Kernel, space: Space, executor: Executor, progress: Callable[[
         job = CompileJob(str(kernel.root), request.pipeline, request.tasklets, space.build_defines(request.tuned))
         jobs[job] = request
         executor.submit(compile_job, job)
+    progress("compile", 0, len(requests))
     results: list[tuple[Defines, CompileResult]] = []
     for done, outcome in enumerate(executor.results(), 1):
         if outcome.ok:

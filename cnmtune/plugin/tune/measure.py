@@ -27,7 +27,7 @@ from cnmtune.runtime.target import Target
 from cnmtune.runtime.toolchain import Variant
 from cnmtune.store import RunRecord, Status, Store
 
-Progress = Callable[[str, int, int], None]
+Progress = Callable[[str, int, int | None], None]
 
 
 class Measurer(abc.ABC):
@@ -55,6 +55,8 @@ class PooledMeasurer(Measurer):
     def measure(self, candidates: Sequence[Candidate], budget_s: float | None) -> None:
         start = time.perf_counter()
         todo = [c for c in candidates if not self._reuse(c)]
+        if todo:
+            self.progress("run", 0, len(todo))
         # with a budget, one run per worker at a time, so the budget is checked between runs;
         # without one, everything is queued at once and the workers never wait for each other
         window = max(1, self.executor.workers) if budget_s is not None else max(1, len(todo))
@@ -101,7 +103,7 @@ class PooledMeasurer(Measurer):
             if len(records) >= 64:  # a long exhaustive run keeps its runs
                 self._recorded(records)
                 records = []
-            self.progress("execute", done, total)
+            self.progress("run", done, total)
         self._recorded(records)
         return done
 
@@ -119,6 +121,7 @@ class InProcessMeasurer(Measurer):
 
     def measure(self, candidates: Sequence[Candidate], budget_s: float | None) -> None:
         start = time.perf_counter()
+        self.progress("run", 0, len(candidates))
         for done, c in enumerate(candidates, 1):
             if budget_s is not None and time.perf_counter() - start > budget_s:
                 c.status = "skipped: time budget spent"
@@ -130,7 +133,7 @@ class InProcessMeasurer(Measurer):
             except CnmtuneError as exc:
                 c.status = f"error: {exc}"
             self.executed += 1
-            self.progress("execute", done, len(candidates))
+            self.progress("run", done, len(candidates))
 
 
 def take(c: Candidate, rec: RunRecord) -> None:

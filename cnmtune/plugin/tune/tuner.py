@@ -137,11 +137,12 @@ class _Search:
     every run so far."""
 
     def __init__(self, spec: TuneSpec, executor: Executor, store: Store | None,
-                 progress: Callable[[str, int, int], None]):
+                 progress: Callable[[str, int, int | None], None]):
         if spec.top_k < 1 or spec.rounds < 1 or not 0 <= spec.exploration <= 1:
             raise CnmtuneError(f"a tune needs top_k >= 1, rounds >= 1 and 0 <= exploration <= 1; got {spec.top_k}, "
                                f"{spec.rounds}, {spec.exploration}")
         self.spec, self.executor, self.progress = spec, executor, progress
+        self.step = ""  # the step of the search under way ('round 2'), which progress phases are named after
         self.target = make_target(spec.device, sim_config=spec.sim_config, budget=spec.budget, sdk_dir=spec.sdk_dir)
         self.kernel = find_kernel(spec.kernel)
         self.kernel.workload.resolve_defines(dict(spec.defines))  # a define the kernel refuses: one error first
@@ -155,9 +156,9 @@ class _Search:
         self.callbacks: list[MeasureCallback] = [RecordInStore(store, self.schema.hash)] if store is not None else []
         self.screening = spec.screen and spec.device == "sim" and max(self.space.dpu_counts) >= SCREEN_FROM
         self.measurer = _measurer(spec, self.kernel, self.size, self.space, self.target, executor, store,
-                                  self.callbacks, progress, "sim-sampled" if self.screening else "sim")
+                                  self.callbacks, self.step_progress, "sim-sampled" if self.screening else "sim")
         self.confirmer = _measurer(spec, self.kernel, self.size, self.space, self.target, executor, store,
-                                   self.callbacks, progress) if self.screening else None
+                                   self.callbacks, self.step_progress) if self.screening else None
         config = getattr(self.target, "config", None) or DpuConfig.calibrated()
         self.transfers = TransferEstimates(self.kernel, self.space, config) \
             if spec.objective == "end-to-end" else None
@@ -173,6 +174,10 @@ class _Search:
         self.default: Candidate | None = None
         self.not_adapted = "" if spec.adapt else "adaptation off"
         self.last_adaptation: dict = {}
+
+    def step_progress(self, phase: str, done: int, total: int | None) -> None:
+        """Progress of one phase of the step under way, named after the step ('round 2: run')."""
+        self.progress(f"{self.step}: {phase}" if self.step else phase, done, total)
 
     def add_seconds(self, phase: str, seconds: float) -> None:
         self.seconds[phase] = self.seconds.get(phase, 0.0) + seconds
@@ -210,7 +215,7 @@ class _Search:
         return list({id(c): c for c in found}.values())
 
     def _add(self, requests: list[BuildRequest]) -> None:
-        built = build(self.kernel, self.space, self.executor, self.progress,
+        built = build(self.kernel, self.space, self.executor, self.step_progress,
                       lambda results: [c.compiled(results) for c in self.callbacks], requests)
         self.add_seconds("compile", built.compile_s)
         self.add_seconds("features", built.features_s)
@@ -237,11 +242,13 @@ class _Search:
                     self.pool[self.by_binary[(rec.elf_hash, dpus)]]
         start = time.perf_counter()
         if new:
+            self.step_progress("score", 0, None)
             rows = predict(self.model, self.model_path, [c for c, _ in new], [f for _, f in new], self.size,
                            [self.declared(c) for c, _ in new], self.schema)
             self.rows.extend(rows)
             if self.transfers is not None:
                 self.transfers.estimate([c for c, _ in new])
+            self.step_progress("score", len(new), len(new))
         self.add_seconds("scoring", time.perf_counter() - start)
 
     def measure(self, candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -293,6 +300,7 @@ class _Search:
         if self.not_adapted or len(verified) < 2:
             return None
         start = time.perf_counter()
+        self.step_progress("fine-tune", 0, None)
         try:
             learnt = adapt(self.model, np.stack([self.rows[self.by_binary[(c.elf_hash, c.dpus)]] for c in verified]),
                            verified, self.kernel.name, self.size, self.schema, self.spec.seed)
@@ -302,6 +310,7 @@ class _Search:
         for c, p in zip(self.pool, self.model.predict(np.stack(self.rows)).runtime_s):
             c.predicted_s = float(p)
         self.add_seconds("fine-tuning", time.perf_counter() - start)
+        self.step_progress("fine-tune", len(verified), len(verified))
         self.last_adaptation = learnt
         return learnt
 
@@ -321,12 +330,15 @@ class _Search:
 
 
 def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
-         progress: Callable[[str, int, int], None] | None = None) -> TuneReport:
-    """Tune `spec.kernel` (see the module docstring); `progress(phase, done, total)` as work completes."""
+         progress: Callable[[str, int, int | None], None] | None = None) -> TuneReport:
+    """Tune `spec.kernel` (see the module docstring); `progress(phase, done, total)` as work completes,
+    each phase named after its step of the search ('compile', 'score', 'round 2: fine-tune', 'round 2: run',
+    'confirm: run', ...; total None while unknown)."""
     search = _Search(spec, executor, store, progress or (lambda *_: None))
     population = search.candidates()
     search.default = default = _default(search)
     if default is not None:  # first: it runs even when the budget is spent before anything else
+        search.step = "default build"
         search.measure([default])
     _evolve(search)
     if search.screening:
@@ -353,6 +365,7 @@ def _evolve(search: _Search) -> None:
     for number in range(1, spec.rounds + 1):
         if search.spent():
             return
+        search.step = f"round {number}"
         adapted = search.adapt() if number > 1 else None
         before, built = search.best(), len(search.pool) if number > 1 else 0
         explored, exploited = _batch(search, _offspring(search))
@@ -383,6 +396,7 @@ def _confirm(search: _Search) -> None:
     todo = default + screened[:CONFIRM]
     for c in todo:
         c.screened_s, c.measured_s, c.transfer_s, c.status = c.measured_s, None, None, "not run"
+    search.step = "confirm"
     start = time.perf_counter()
     search.confirmer.measure(todo, None)
     search.add_seconds("confirmation", time.perf_counter() - start)
@@ -469,7 +483,7 @@ class Exploration:
 
 
 def explore(spec: TuneSpec, executor: Executor, points: int, seed: int = 0,
-            progress: Callable[[str, int, int], None] | None = None) -> Exploration:
+            progress: Callable[[str, int, int | None], None] | None = None) -> Exploration:
     """Build and run `points` points drawn uniformly from the space of `spec` (every pipeline x every
     choice of the tuned defines x the tasklet counts the grid allows with them, on the tune's DPU
     count), run as the tune's search runs them (screening runs from SCREEN_FROM DPUs unless
@@ -519,6 +533,7 @@ def _exhaustive(search: _Search, candidates: list[Candidate], chosen: Candidate 
     much faster the tuner was (screening runs' times where the search screened)."""
     objective = search.spec.objective
     tuner_seconds = sum(search.seconds.values())
+    search.step = "exhaustive"
     start = time.perf_counter()
     search.measurer.measure([c for c in candidates if c.measured_s is None and c.status == "not run"], None)
     run_all = time.perf_counter() - start + search.seconds["execution"]

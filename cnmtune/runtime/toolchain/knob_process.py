@@ -5,7 +5,8 @@ sets a knob in its own process: a pipeline with knobs is optimised by a child Py
 started with exactly that knob set (cnmtune.runtime.toolchain.knob_server), which reads (IR,
 pipeline) requests on stdin and answers with the optimised module's bitcode on stdout. A plain
 subprocess, not multiprocessing: Dask's worker processes are daemonic and may not start
-multiprocessing children.
+multiprocessing children. The child ignores Ctrl-C from its first instruction (SIGINT reaches the
+whole process group; its parent stops, and the child ends when its stdin closes).
 
 Wire format, both directions: 4-byte little-endian length, then that many bytes. A request is
 two messages (IR text, pipeline text); an answer is one message whose first byte is 0 (bitcode
@@ -26,6 +27,9 @@ from cnmtune.errors import CompileError
 from cnmtune.passes.knobs import knobs_text
 
 _LENGTH = struct.Struct("<I")
+# the child's program: SIGINT ignored before the imports, which take a while
+_SERVE = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+          "from cnmtune.runtime.toolchain.knob_server import serve; serve()")
 
 
 def send(stream: BinaryIO, payload: bytes) -> None:
@@ -50,8 +54,7 @@ class KnobProcess:
         self.knobs = knobs
         self._lock = threading.Lock()
         self._process = subprocess.Popen(
-            [sys.executable, "-c", "from cnmtune.runtime.toolchain.knob_server import serve; serve()",
-             json.dumps(knobs), str(codegen_level)],
+            [sys.executable, "-c", _SERVE, json.dumps(knobs), str(codegen_level)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def _exit_status(self) -> str:

@@ -1,9 +1,11 @@
 """The child side of cnmtune.runtime.toolchain.knob_process: a process whose LLVM runs with one
-fixed set of knobs, optimising the modules its parent sends until its stdin closes."""
+fixed set of knobs, optimising the modules its parent sends until its stdin closes (or its parent
+stops reading: an interrupted parent)."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from cnmtune.passes import Pipeline
@@ -23,5 +25,8 @@ def serve() -> None:
             answer = b"\0" + toolchain.optimize(ir.decode(), Pipeline.parse(pipeline.decode())).as_bitcode()
         except Exception as exc:  # the parent raises it as a CompileError naming the pipeline
             answer = b"\1" + f"{type(exc).__name__}: {exc}".encode()
-        send(stdout, answer)
-        stdout.flush()
+        try:
+            send(stdout, answer)
+            stdout.flush()
+        except BrokenPipeError:  # the parent is gone: no one to answer, nothing to report
+            os._exit(0)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import pickle
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,13 +97,40 @@ def test_checkpoint_round_trip_holds_only_tensors(trained, splits, tmp_path):
     np.testing.assert_array_equal(predict(model, X).log_targets, predict(trained.model, X).log_targets)
 
 
-def test_corrupt_checkpoint_is_refused(trained, tmp_path):
-    path = save_checkpoint(tmp_path / "model.pt", trained.model)
-    path.write_bytes(path.read_bytes()[:1000])
-    with pytest.raises(ModelError, match="unreadable L2P checkpoint"):
+def _tensors_and_an_object() -> bytes:
+    buffer = io.BytesIO()
+    torch.save({"weight": torch.zeros(2), "origin": Path("elsewhere")}, buffer)  # a torch file, not tensors only
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("damage, cause", [
+    (lambda good: good[:1000], "a damaged torch archive"),
+    (lambda good: os.urandom(len(good)), "torch could not unpickle it"),
+    (lambda good: pickle.dumps({"weight": [0.0, 1.0]}), "torch could not unpickle it"),  # torch warns on it
+    (lambda good: b"", "torch could not unpickle it"),
+    (lambda good: _tensors_and_an_object(), "it holds pickled objects, not only tensors"),
+], ids=["truncated", "random bytes", "plain pickle", "empty", "pickled object"])
+def test_a_corrupt_checkpoint_is_one_line_naming_the_cause_raised_from_torchs_error(tmp_path, damage, cause):
+    path = save_checkpoint(tmp_path / "model.pt", L2PModel(4, L2PConfig(depth=1, width=4)))
+    path.write_bytes(damage(path.read_bytes()))
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(ModelError) as refused:
+        warnings.simplefilter("always")
         load_checkpoint(path)
-    with pytest.raises(ModelError, match="does not exist"):
+    assert str(refused.value) == f"cannot read checkpoint {path}: not a cnmtune checkpoint ({cause})"
+    assert refused.value.__cause__ is not None and not caught  # torch's text is kept for -v; its warnings go
+
+
+def test_a_checkpoint_without_weights_side_car_or_fitting_tensors_is_refused(tmp_path):
+    with pytest.raises(ModelError, match="checkpoint file .*missing.pt does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
+    path = save_checkpoint(tmp_path / "model.pt", L2PModel(4, L2PConfig(depth=1, width=4)))
+    other = save_checkpoint(tmp_path / "other.pt", L2PModel(5, L2PConfig(depth=1, width=4)))
+    path.write_bytes(other.read_bytes())
+    with pytest.raises(ModelError, match="its tensors do not fit the network model.pt.json describes"):
+        load_checkpoint(path)
+    sidecar(path).unlink()
+    with pytest.raises(ModelError, match="its side-car model.pt.json does not exist"):
+        load_checkpoint(path)
 
 
 def va_base(samples, depth: int, dropout: float, epochs: int):

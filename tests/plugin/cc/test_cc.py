@@ -386,23 +386,6 @@ def test_example_makefile_builds_with_the_cached_tuned_pipeline(tmp_path, cache_
 # -- tuning on a miss and `cnmtune tune --save` -------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def random_model(tmp_path_factory) -> Path:
-    """An untrained (seeded) L2P network exported to ONNX: enough to drive the tuner quickly."""
-    import torch
-
-    from cnmtune.costmodel import L2PConfig, model_schema, export_onnx
-    from cnmtune.costmodel.learn.model import L2PModel
-    from cnmtune.costmodel.learn.samples import input_columns
-
-    schema = model_schema()
-    columns = tuple(input_columns(schema))
-    torch.manual_seed(0)
-    model = L2PModel(len(columns), L2PConfig(depth=1, width=8, dropout=0.0), columns=columns).eval()
-    path = tmp_path_factory.mktemp("cc-model") / "random.onnx"
-    return export_onnx(model, path, schema=schema, toolchain_kind="proxy", llvm_version="test", data_hash="none")
-
-
 TUNE_ENV = {"CNMTUNE_TUNE": "1", "CNMTUNE_TUNE_PIPELINES": "6", "CNMTUNE_TUNE_DPUS": "2",
             "CNMTUNE_TUNE_TOP_K": "2", "CNMTUNE_TUNE_WORKERS": "1"}
 

@@ -100,6 +100,23 @@ def test_progress_lines_come_every_interval_and_when_a_phase_ends():
     assert len(always.getvalue().splitlines()) == 3 and "simulate: 50 / 50 (100 %)" in always.getvalue()
 
 
+def test_on_a_terminal_the_bar_is_the_phase_under_way_never_a_finished_one():
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from cnmtune.plugin.cli.output import PhaseBars, ProgressLines
+
+    terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with Progress(console=terminal, transient=True) as bar:
+        progress = PhaseBars(bar, ProgressLines(terminal))
+        progress("compile", 16, 16)
+        progress("round 2: fine-tune", 0, None)  # how long it takes is not known: a pulsing bar
+        assert [(task.description, task.total) for task in bar.tasks] == [("round 2: fine-tune", None)]
+        progress("round 2: fine-tune", 3, 3)
+        progress("round 2: run", 1, 4)
+        assert [(task.description, task.completed, task.total) for task in bar.tasks] == [("round 2: run", 1, 4)]
+
+
 def test_a_generation_into_a_log_file_prints_progress_lines(tmp_path):
     result = cnmtune("dataset", "generate", "-k", "va", "--db", str(tmp_path / "log.sqlite"), "--pipelines", "2",
                      "--dpus", "1", "--tasklets", "1", "--sizes", "small", "-j", "1")

@@ -209,3 +209,26 @@ def test_quiet_and_verbose_go_after_the_command_too(cnmtune, tmp_path, flag):
                                                                      "dpu/task.c, support/common.h)"]
     verbose = cnmtune("run", "va", "--dpus", "x", "-v")
     assert verbose.returncode == USAGE and verbose.stderr.startswith("Traceback (most recent call last):")
+
+
+@pytest.mark.parametrize("content", ["random bytes", "pickled object"])
+def test_an_unreadable_checkpoint_is_one_short_line_and_verbose_adds_torchs_text(cnmtune, tmp_path, monkeypatch,
+                                                                                 content):
+    import torch
+
+    from cnmtune.costmodel.learn.checkpoint import save_checkpoint
+    from cnmtune.costmodel.learn.model import L2PConfig, L2PModel
+
+    monkeypatch.chdir(tmp_path)
+    path = save_checkpoint(Path("model.pt"), L2PModel(4, L2PConfig(depth=1, width=4)))
+    if content == "random bytes":
+        path.write_bytes(os.urandom(4096))
+    else:  # a torch file whose pickle holds an object besides tensors
+        torch.save({"weight": torch.zeros(2), "origin": Path("elsewhere")}, path)
+    args = ("model", "finetune", "model.pt", "--db", "none.sqlite", "--kernel", "va", "-o", "tuned.onnx")
+    line = one_line_error(cnmtune(*args), FAILURE)
+    assert line.startswith("cannot read checkpoint model.pt: not a cnmtune checkpoint (")
+    assert len(f"error: {line}") <= 160 and "weights_only" not in line
+    verbose = cnmtune("-v", *args)
+    assert verbose.returncode == FAILURE and "Weights only load failed" in verbose.stderr
+    assert verbose.stderr.strip().splitlines()[-1] == f"error: {line}"
