@@ -24,9 +24,9 @@ from pathlib import Path
 import script_io
 from rich.console import Console
 from rich.progress import track
-from rich.table import Table
 
 from cnmtune.costmodel import model_features
+from cnmtune.display import Table
 from cnmtune.passes import knob_pipelines, random_pipeline
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant

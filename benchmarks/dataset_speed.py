@@ -43,8 +43,8 @@ from pathlib import Path
 import script_io
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.plugin.dataset.generate import (SAMPLED, DatasetSpec, drop_inexact_sampling, generate, pipeline_texts,
                                              plan_kernel, sampling_error)
 from cnmtune.plugin.jobs import CompileJob, RunJob, compile_job, run_job

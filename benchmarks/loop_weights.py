@@ -24,8 +24,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import script_io
 from rich.console import Console
-from rich.table import Table
 from scipy.stats import spearmanr
+
+from cnmtune.display import Table
 
 GROUP = ("kernel", "defines", "dpus", "tasklets", "size")
 MIN_GROUP = 10

@@ -49,8 +49,8 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.sim.config import DpuConfig

@@ -34,9 +34,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 import script_io
+from cnmtune.display import Table
 from cnmtune.runtime.sim import calibration
 from cnmtune.runtime.sim.config import DpuConfig
 

@@ -25,8 +25,8 @@ import json
 import micro_sim
 import script_io
 from rich.console import Console
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.runtime.sim.config import DpuConfig
 
 ELEMENTS = 1 << 16

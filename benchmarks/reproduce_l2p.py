@@ -38,7 +38,6 @@ import numpy as np
 import script_io
 import torch
 from rich.console import Console
-from rich.table import Table
 
 from cnmtune.atomic import atomic_write
 from cnmtune.costmodel.learn import plots
@@ -51,6 +50,7 @@ from cnmtune.costmodel.learn.samples import SampleSet, load_samples
 from cnmtune.costmodel.learn.scorer import Scorer
 from cnmtune.costmodel.learn.training import finetune, predict, train
 from cnmtune.costmodel.learn.uncertainty import fit_std_scale, interval_coverage, mc_dropout_predict
+from cnmtune.display import Table
 from cnmtune.plugin.cli.output import ProgressLines
 
 ROOT = Path(__file__).resolve().parent.parent

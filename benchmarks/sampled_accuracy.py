@@ -22,8 +22,8 @@ import time
 import script_io
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.registry import expand_kernels, find_kernel
 from cnmtune.runtime.target import SampledSimTarget, SimTarget

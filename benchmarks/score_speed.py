@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import script_io
 from rich.console import Console
-from rich.table import Table
 
 from cnmtune.costmodel import L2PConfig, L2PModel, Scorer, default_schema, export_onnx, load_samples
 from cnmtune.costmodel.learn.samples import input_columns
 from cnmtune.costmodel.learn.scorer import CHUNK_ROWS
+from cnmtune.display import Table
 
 
 def _rows(db: Path | None, n_columns: int, batch: int, seed: int) -> np.ndarray:

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import script_io
 from rich.console import Console
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_on_device
 from cnmtune.runtime.sim.device import SimDevice

@@ -18,8 +18,8 @@ from pathlib import Path
 import script_io
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.errors import CnmtuneError
 from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.registry import list_kernels

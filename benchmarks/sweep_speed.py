@@ -20,8 +20,8 @@ from pathlib import Path
 
 import script_io
 from rich.console import Console
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.plugin.sweep.design import design_points
 from cnmtune.plugin.sweep.evaluate import sweep_trace_set
 from cnmtune.runtime.sim.traces import load_trace_set, obtain_trace_set

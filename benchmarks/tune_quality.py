@@ -37,8 +37,8 @@ import time
 import script_io
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.tune import TUNE_TASKLETS, TuneSpec, explore, tune
 from cnmtune.runtime.executor import make_executor

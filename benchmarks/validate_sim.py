@@ -29,8 +29,8 @@ import numpy as np
 import script_io
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_on_device
 from cnmtune.runtime.sim import calibration

@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.table import Table
-
 from cnmtune.costmodel import Features, model_features
+from cnmtune.display import Table
 from cnmtune.runtime.toolchain import Binary, Toolchain, Variant
+from cnmtune.runtime.workload import define_text
+from cnmtune.wording import counted
 
 SUMMARY_ROWS: tuple[tuple[str, str], ...] = (
     ("IRAM instructions (kernel + runtime)", "iram_instructions"),
@@ -46,16 +47,20 @@ def compile_all(toolchain: Toolchain, variants: list[Variant]) -> list[CompiledV
     return compiled
 
 
-def _short(text: str, width: int = 28) -> str:
+def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def comparison_table(compiled: list[CompiledVariant]) -> Table:
-    """One column per variant: summary rows, kernel calls, then the kernel opcode histogram."""
-    table = Table(title=f"{compiled[0].binary.variant.kernel.name}: static features per pipeline")
+def comparison_table(compiled: list[CompiledVariant], ids: dict[str, str]) -> Table:
+    """One column per variant, headed by its pipeline's short id in `ids`: summary rows, kernel
+    calls, then the kernel opcode histogram."""
+    variant = compiled[0].binary.variant  # the pipeline is all that differs
+    given = "".join(f", {define_text(name, value)}" for name, value in variant.defines)
+    table = Table(title=f"{variant.kernel.name} ({counted(variant.nr_tasklets, 'tasklet')}{given}): static features "
+                        "per pipeline")
     table.add_column("feature")
     for item in compiled:
-        table.add_column(_short(item.pipeline), justify="right")
+        table.add_column(ids[item.pipeline], justify="right")
     for label, attr in SUMMARY_ROWS:
         table.add_row(label, *(str(item.features.scalar(attr)) for item in compiled))
     callees = sorted({c for item in compiled for c in item.features.kernel_calls})

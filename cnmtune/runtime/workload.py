@@ -19,6 +19,7 @@ import numpy as np
 
 from cnmtune.dpu.memory_map import DEFAULT_STACK_SIZE, MAX_TASKLETS, WRAM_SIZE
 from cnmtune.errors import KernelError, VerificationError
+from cnmtune.wording import counted
 
 if TYPE_CHECKING:
     from cnmtune.runtime.device import Device
@@ -137,8 +138,9 @@ class Workload:
         each = DEFAULT_STACK_SIZE + per_tasklet
         budget = WRAM_SIZE - reserved
         if self.tasklets * each > budget:
-            raise KernelError(f"{self.name}: {self.tasklets} tasklets with {per_tasklet} bytes of WRAM buffers "
-                              f"each do not fit in WRAM; at most {budget // each} tasklets with these defines")
+            raise KernelError(f"{self.name}: {counted(self.tasklets, 'tasklet')} with {per_tasklet} bytes of WRAM "
+                              f"buffers each do not fit in WRAM; at most {counted(budget // each, 'tasklet')} with "
+                              "these defines")
 
     def flag(self, group: str) -> str:
         """The bare define chosen in a flag group (the group's first member if none is set)."""
@@ -218,7 +220,7 @@ class Workload:
                 first = int(np.flatnonzero(bad.ravel())[0])
                 raise VerificationError(
                     f"{self.name}: {int(bad.sum())} of {want.size} elements of {key!r} differ; first at "
-                    f"index {first}: got {got.ravel()[first]!r}, expected {want.ravel()[first]!r}")
+                    f"index {first}: got {got.ravel()[first].item()!r}, expected {want.ravel()[first].item()!r}")
 
 
 def _allocating(inputs: Callable[[Workload], Arrays]) -> Callable[[Workload], Arrays]:

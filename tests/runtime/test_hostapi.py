@@ -40,7 +40,7 @@ def test_a_correct_run_returns_results_and_reports_one_set(faults_app):
     (times,) = run.sets
     assert (times.nr_dpus, times.simulated_dpus, times.launches) == (2, 2, 1)
     assert times.kernel_s > 0 and times.host_to_dpu_s > 0 and times.dpu_to_host_s > 0
-    assert "cnmtune: 2 DPU(s), simulator config calibrated, program dpu_code" in run.stderr
+    assert "cnmtune: 2 DPUs, simulator config calibrated, program dpu_code" in run.stderr
 
 
 @pytest.mark.parametrize("mode, status, cause", [

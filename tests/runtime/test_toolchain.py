@@ -138,7 +138,7 @@ def test_broken_c_shows_compiler_message(toolchain, make_kernel):
     with pytest.raises(CompileError) as err:
         toolchain.compile(Variant.of(kernel, "O2", 1))
     text = str(err.value)
-    assert "scratch[O2, 1 tasklets]" in text and "task.c does not compile" in text
+    assert "scratch[O2, 1 tasklet]" in text and "task.c does not compile" in text
     assert "undefined_thing" in text
 
 

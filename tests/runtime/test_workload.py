@@ -2,9 +2,10 @@
 
 import sys
 
+import numpy as np
 import pytest
 
-from cnmtune.errors import KernelError
+from cnmtune.errors import KernelError, VerificationError
 
 
 def test_a_type_flag_replaces_the_default(va):
@@ -37,6 +38,14 @@ def test_wram_check_refuses_tasklets_whose_buffers_do_not_fit():
     with pytest.raises(KernelError, match=r"13 tasklets with 4096 bytes of WRAM buffers each do not fit in WRAM; "
                                           r"at most 12 tasklets"):
         sel(4096, 1, 13, {"BL": 11})
+
+
+def test_a_wrong_output_is_named_with_plain_numbers(va):
+    run = va.workload(4, 1, 1)
+    want = {"y": np.array([1, 2, 3, 4], dtype=np.int32)}
+    with pytest.raises(VerificationError) as exc:  # numpy's repr would say np.int32(7)
+        run.verify({"y": np.array([1, 2, 7, 4], dtype=np.int32)}, want)
+    assert str(exc.value) == "va: 1 of 4 elements of 'y' differ; first at index 2: got 7, expected 3"
 
 
 def test_size_of_resolves_numbers_and_presets_and_names_the_presets_otherwise(va):

@@ -274,4 +274,5 @@ class PimMlWorkload(Workload):
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
             raise VerificationError(f"{self.name}: {int(bad.sum())} of {want.size} weights differ by more "
-                                    f"than 0.01; first at {first}: got {got[first]!r}, expected {want[first]!r}")
+                                    f"than 0.01; first at {first}: got {got[first].item()!r}, "
+                                    f"expected {want[first].item()!r}")

@@ -28,6 +28,7 @@ from cnmtune.costmodel.analysis.schema import FeatureSchema, model_schema
 from cnmtune.errors import CnmtuneError, FeatureError, SchemaMismatch, StoreError
 from cnmtune.store import Store
 from cnmtune.table_file import read_parquet
+from cnmtune.wording import counted
 
 #: Configuration columns appended to the schema's features, part of a model's input contract.
 CONFIG_COLUMNS: tuple[str, ...] = ("cfg:log2_dpus", "cfg:log2_tasklets", "cfg:log2_size",
@@ -263,7 +264,7 @@ def _from_parquet(path: Path, schema: FeatureSchema) -> SampleSet:
     if not keep.any():
         raise CnmtuneError(f"{path}: none of {len(keep)} sample(s) has a speedup baseline")
     col = {c: table.column(c).to_numpy(zero_copy_only=False)[keep] for c in required}
-    labels = [f"{k}[{p}, {d} DPUs, {t} tasklets, size {z}]" for k, p, d, t, z in
+    labels = [f"{k}[{p}, {counted(d, 'DPU')}, {counted(t, 'tasklet')}, size {z}]" for k, p, d, t, z in
               zip(col["kernel"], col["pipeline"], col["dpus"], col["tasklets"], col["size"])]
     values = np.column_stack([table.column(f"f.{n}").to_numpy(zero_copy_only=False).astype(np.float64)[keep]
                               for n in names])
@@ -309,7 +310,8 @@ def _from_store(store: Store, schema: FeatureSchema) -> SampleSet:
     if not kept:
         raise CnmtuneError(f"{store.path}: none of {len(rows)} sample(s) has a speedup baseline "
                            "(an O0 run with 1 tasklet, on the fewest DPUs, of the same kernel and size)")
-    labels = [f"{r.kernel}[{r.pipeline}, {r.dpus} DPUs, {r.tasklets} tasklets, size {r.size}]" for r in kept]
+    labels = [f"{r.kernel}[{r.pipeline}, {counted(r.dpus, 'DPU')}, {counted(r.tasklets, 'tasklet')}, size {r.size}]"
+              for r in kept]
     processed, launches = _declared(*zip(*((r.kernel, r.defines, r.size, r.dpus, r.tasklets) for r in kept)))
     X = input_matrix([r.features for r in kept], [r.dpus for r in kept], [r.tasklets for r in kept],
                      [r.size for r in kept], processed, launches, schema, labels)

@@ -6,8 +6,9 @@ exit code, 2 for a command line that cannot run as written (a usage error) and 1
 failed; ``-v`` adds the traceback for bug reports (with the library error a cnmtune error was
 raised from). Ctrl-C ends in the line 'interrupted' and exit code 130.
 
-Help shows its text as written: rich markup mode with the text escaped, not markdown, which
-would eat `*`, `_` and `<...>` (``frequency_mhz*1.0`` would show as an emphasis).
+Help shows its text as written, laid out for 80 columns (cnmtune.plugin.cli.helptext): neither
+markdown, which would eat `*`, `_` and `<...>` (``frequency_mhz*1.0`` would show as an emphasis),
+nor rich markup.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import sys
 import traceback
 
 import typer
-from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from cnmtune.errors import CnmtuneError, UsageError
@@ -28,6 +28,7 @@ from cnmtune.plugin.cli.build import compare_command, compile_command, features_
 from cnmtune.plugin.cli.cache import cache_app
 from cnmtune.plugin.cli.catalog import kernels_command, passes_command
 from cnmtune.plugin.cli.dataset import dataset_app
+from cnmtune.plugin.cli.helptext import print_help
 from cnmtune.plugin.cli.model import model_app
 from cnmtune.plugin.cli.new import new_command
 from cnmtune.plugin.cli.offload import offload_command
@@ -42,11 +43,10 @@ QUIET_HELP = "no progress bars or notes; results and errors still print"
 
 
 def _literal(text: str | None) -> str | None:
-    """Help text shown as written: rich markup escaped, each paragraph's lines joined (rich mode
-    keeps a docstring's line breaks after its first paragraph)."""
+    """Help text with each paragraph's lines joined: a docstring's line breaks are not the layout's."""
     if not text:
         return text
-    return escape("\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n")))
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n"))
 
 
 def _also_verbose(value: bool) -> None:
@@ -84,6 +84,9 @@ class LiteralCommand(TyperCommand):
             param.help = _literal(getattr(param, "help", None))
         self.params += _flag_params()
 
+    def format_help(self, ctx, formatter) -> None:
+        print_help(self, ctx)
+
 
 class LiteralGroup(TyperGroup):
     """A command group whose help shows as written."""
@@ -93,6 +96,9 @@ class LiteralGroup(TyperGroup):
         self.help = _literal(self.help)
         for param in self.params:
             param.help = _literal(param.help)
+
+    def format_help(self, ctx, formatter) -> None:
+        print_help(self, ctx)
 
 
 def _literal_help(typer_app: typer.Typer) -> None:

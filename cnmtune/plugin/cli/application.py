@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.plugin.app import AppProject, AppRun, make_variables
 from cnmtune.runtime.hostapi import host_environment
 from cnmtune.plugin.cli.output import (FAILURE_EXIT, console, emit_json, milliseconds, note, phase_bars,
                                       print_error, print_pipeline_legend)
+from cnmtune.wording import counted
 
 application_app = typer.Typer(
     help="Build and run unmodified UPMEM applications (a C host on the SDK's dpu.h, DPU C, a Makefile in "
@@ -113,7 +114,7 @@ def tune_app_command(directory: Path, run: str, variables: list[str], dpus: Opti
     shown = sorted((c for c in report.candidates if c.measured_s is not None or (c.error and c.predicted_s)),
                    key=lambda c: (c.measured_s is None, c.measured_s or 0))
     ids = {c.pipeline: f"P{i}" for i, c in enumerate(shown, 1)}
-    table = Table(title=f"{report.app} {run}: {report.nr_dpus} DPU(s), {report.tasklets} tasklets; "
+    table = Table(title=f"{report.app} {run}: {counted(report.nr_dpus, 'DPU')}, {counted(report.tasklets, 'tasklet')}; "
                         f"{len(report.candidates)} pipelines, {distinct} distinct DPU programs, the {top_k} best "
                         "predicted run")
     for column in ("pipeline", "predicted (ms)", "measured (ms)", "vs default"):

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from cnmtune.atomic import atomic_write
+from cnmtune.display import Table
 from cnmtune.errors import OutputError, UsageError
 from cnmtune.passes import random_pipeline
 from cnmtune.plugin.cli.options import DEFINES, parse_defines, parse_pipeline
-from cnmtune.plugin.cli.output import console, emit_json, note
+from cnmtune.plugin.cli.output import console, emit_json, note, print_pipeline_legend
 from cnmtune.plugin.compare import SUMMARY_ROWS, comparison_record, comparison_table, compile_all, plot_histograms
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
@@ -151,10 +151,12 @@ def compare_command(
     if as_json:
         emit_json(records)
         return
-    console.print(comparison_table(compiled))
+    ids = {pipeline: f"P{i}" for i, pipeline in enumerate(dict.fromkeys(item.pipeline for item in compiled), 1)}
+    console.print(comparison_table(compiled, ids))
     for item in compiled:
-        console.print(f"  {item.binary.variant.label}: {item.binary.elf_hash[:16]}  "
+        console.print(f"  {ids[item.pipeline]}: ELF {item.binary.elf_hash[:16]}, "
                       f"{'cached' if item.binary.cached else 'compiled'} in {item.binary.seconds * 1000:.0f} ms",
-                      highlight=False, markup=False)
+                      highlight=False)
+    print_pipeline_legend(ids)
     for path in (p for p in (plot, json_out) if p):
         note(f"wrote {path}")

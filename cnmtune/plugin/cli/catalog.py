@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.passes import PASSES
 from cnmtune.passes.knobs import KNOBS
 from cnmtune.plugin.cli.output import console, emit_json

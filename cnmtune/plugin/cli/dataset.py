@@ -9,9 +9,9 @@ from typing import Optional
 import typer
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
-from rich.table import Table
 from rich.text import Text
 
+from cnmtune.display import Table
 from cnmtune.plugin.dataset.generate import SAMPLING_TOLERANCE, DatasetSpec, GenerationReport, generate
 from cnmtune.plugin.cli.options import int_list, size_value
 from cnmtune.plugin.cli.output import ProgressLines, console, emit_json, err_console, note, warn

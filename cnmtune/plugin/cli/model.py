@@ -11,9 +11,9 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich import box
-from rich.table import Table
 
 from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
+from cnmtune.display import Table
 from cnmtune.errors import CnmtuneError, UsageError
 from cnmtune.plugin.cli.output import ProgressLines, console, emit_json, err_console, note
 

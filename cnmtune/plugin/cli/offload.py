@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from cnmtune.atomic import atomic_write
+from cnmtune.display import Table
 from cnmtune.errors import UsageError
 from cnmtune.plugin.offload.decide import (
     DEFAULT_DPUS,
@@ -21,6 +21,7 @@ from cnmtune.plugin.offload.decide import (
 )
 from cnmtune.plugin.cli.options import DEFINES, int_list, parse_defines, parse_pipeline, size_value
 from cnmtune.plugin.cli.output import console, emit_json, milliseconds, note, phase_bars
+from cnmtune.wording import counted
 
 
 #: what the columns of the sizes tables mean, printed once below them
@@ -113,7 +114,8 @@ def _summary_table(reports: list[OffloadReport]) -> Table:
         table.add_column(column, overflow="fold")
     for r in reports:
         at = r.at_size
-        best = f"{at.best.dpus} DPUs x {at.best.tasklets} tasklets, {at.best.pipeline}" if at.best else "-"
+        best = (f"{counted(at.best.dpus, 'DPU')} x {counted(at.best.tasklets, 'tasklet')}, {at.best.pipeline}"
+                if at.best else "-")
         flip = f"{r.flip[0]:,} and {r.flip[1]:,}" if r.flip else "no flip in the swept sizes"
         if len(r.flips) > 1:
             flip += f" ({len(r.flips)} changes)"

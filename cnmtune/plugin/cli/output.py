@@ -3,6 +3,9 @@ line per error.
 
 The global flags set the verbosity once for every command: ``-q`` silences `err_console`
 (progress bars, notes) and `note`; errors (`print_error`) and results always print.
+
+What the consoles print shows as written: kernel names, paths, file contents and messages are the
+user's data, never rich markup (`[bold]`) or emoji codes (`:x:`).
 """
 
 from __future__ import annotations
@@ -17,16 +20,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 USAGE_EXIT = 2  # the command line cannot run as written (cnmtune.errors.UsageError, typer's usage errors)
 FAILURE_EXIT = 1  # the work failed
 INTERRUPTED_EXIT = 130  # Ctrl-C (128 + SIGINT, as a shell reports it); typer exits so on KeyboardInterrupt
 
-console = Console()  # results: tables and lines a user reads
-err_console = Console(stderr=True)  # progress bars and notes on stderr; silent under -q
-_error_console = Console(stderr=True)  # errors and warnings: shown even under -q
+console = Console(markup=False, emoji=False)  # results: tables and lines a user reads
+err_console = Console(stderr=True, markup=False, emoji=False)  # progress bars and notes on stderr; silent under -q
+_error_console = Console(stderr=True, markup=False, emoji=False)  # errors and warnings: shown even under -q
 
 
 @dataclass
@@ -73,7 +76,7 @@ def warn(text: str) -> None:
 
 def print_error(line: str, as_json: bool) -> None:
     """An error as one line on stderr, and as {"error": line} on stdout for a --json command."""
-    _error_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    _error_console.print(Text.assemble(("error:", "bold red"), " ", line), highlight=False, soft_wrap=True)
     if as_json:
         emit_json({"error": line})
 

@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.plugin.cli.options import (DEFINES, PARAMS, check_device, kernel_size, parse_defines, parse_params,
                                        parse_pipeline)
 from cnmtune.plugin.cli.output import console, emit_json, milliseconds
 from cnmtune.runtime.registry import find_runnable_kernel
 from cnmtune.runtime.toolchain import Variant
+from cnmtune.wording import counted, plural
 
 
 def run_command(
@@ -41,12 +42,12 @@ def run_command(
     if as_json:
         emit_json(result.to_dict())
         return
-    where = f"{dpus} simulated DPU(s)" if target.counts else f"{dpus} DPU(s) of {device}"
+    where = f"{dpus} simulated {plural('DPU', dpus)}" if target.counts else f"{counted(dpus, 'DPU')} of {device}"
     with_params = "".join(f", {name}={result.params[name]}" for name in given)
     summary = Table(title=f"{result.variant} on {where}, size {result.size:,}{with_params}: verified",
                     show_header=False)
     rows = [
-        ("kernel time (ms)", f"{milliseconds(result.kernel_s)}  ({result.launches} launch(es))"),
+        ("kernel time (ms)", f"{milliseconds(result.kernel_s)}  ({counted(result.launches, 'launch')})"),
         ("CPU->DPU transfers (ms)", milliseconds(result.host_to_dpu_s)),
         ("Inter-DPU transfers (ms)", milliseconds(result.inter_dpu_s)),
         ("DPU->CPU transfers (ms)", milliseconds(result.dpu_to_host_s)),

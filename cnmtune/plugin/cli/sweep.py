@@ -14,9 +14,9 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
 from cnmtune.atomic import atomic_write
+from cnmtune.display import Table
 from cnmtune.errors import SweepError
 from cnmtune.plugin.sweep.design import (
     PARAMETERS,
@@ -32,6 +32,7 @@ from cnmtune.runtime.sim.traces import MANIFEST, TraceSet, load_trace_set, obtai
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+from cnmtune.wording import counted
 
 
 def sweep_command(
@@ -97,7 +98,8 @@ def sweep_command(
     console.print(_summary_table(sweeps))
     for reason in sorted({r.note for s in sweeps for r in s.results if r.note}):
         console.print(f"re-executed because: {reason}", highlight=False, markup=False)
-    console.print(f"{len(points)} design points x {len(sweeps)} kernel(s) in {seconds:.2f} s", highlight=False)
+    console.print(f"{counted(len(points), 'design point')} x {counted(len(sweeps), 'kernel')} in {seconds:.2f} s",
+                  highlight=False)
     if plot:
         note(f"wrote {plot}")
 
@@ -165,7 +167,7 @@ def write_pareto_plot(sweeps: list[KernelSweep], cost: CostExpression, path: Pat
         front = sorted((r.cost, t) for r, t in zip(s.results, times) if r.pareto)
         ax.step([c for c, _ in front], [t for _, t in front], where="post", color="tab:red", marker="o",
                 label="Pareto front")
-        ax.set_title(f"{s.trace_set.kernel} ({s.trace_set.dpus} DPU(s), size {s.trace_set.size:,})")
+        ax.set_title(f"{s.trace_set.kernel} ({counted(s.trace_set.dpus, 'DPU')}, size {s.trace_set.size:,})")
         ax.set_xlabel(f"cost: {cost.text}")
         ax.set_ylabel(f"{metric} time (ms)")
         ax.grid(alpha=0.3)

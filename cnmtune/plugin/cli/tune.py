@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.errors import CnmtuneError, UsageError
 from cnmtune.plugin.cli.options import (DEFINES, PARAMS, check_device, int_list, kernel_size, parse_defines,
                                        parse_params)
@@ -20,6 +20,7 @@ from cnmtune.runtime.executor import make_executor
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.workload import define_text
 from cnmtune.store import Store
+from cnmtune.wording import counted
 
 
 def tune_command(
@@ -145,7 +146,7 @@ def _print(report: TuneReport, recorded: tuple[Path, dict[int, str]] | None) -> 
         path, by_tasklets = recorded
         # the default build is recorded too: a later cnmtune-cc build applies it instead of tuning again
         fastest = "the default build was fastest; " if report.chosen_is_default else ""
-        shown = ", ".join(f"{ids[pipeline]} ({t} tasklets)" for t, pipeline in by_tasklets.items())
+        shown = ", ".join(f"{ids[pipeline]} ({counted(t, 'tasklet')})" for t, pipeline in by_tasklets.items())
         note(f"{fastest}recorded {shown} in the tuning cache {path}")
 
 
@@ -214,16 +215,16 @@ def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
     if report.chosen_is_default:
         summary.add_row("chosen", "the default build: nothing measured ran faster")
     elif chosen:
-        summary.add_row("chosen (*)", f"{_variant(chosen, ids)} on {chosen.dpus} DPUs x {chosen.tasklets} "
-                                      f"tasklets: {_times(chosen, report.objective)}")
+        summary.add_row("chosen (*)", f"{_variant(chosen, ids)} on {counted(chosen.dpus, 'DPU')} x "
+                                      f"{counted(chosen.tasklets, 'tasklet')}: {_times(chosen, report.objective)}")
         summary.add_row("the gain comes from", ", ".join(report.wins))
         if chosen.defines:
             flags = " ".join(f"-D{define_text(name, value)}" for name, value in chosen.defines)
             summary.add_row("to adopt it", f"build the host and the DPU program with {flags} (the tuning cache "
                                            "keeps the best pipeline for the defines as given)")
     if default:
-        summary.add_row(f"default ({ids[default.pipeline]}, {default.tasklets} tasklets)",
-                        f"{default.dpus} DPUs: {_times(default, report.objective)}"
+        summary.add_row(f"default ({ids[default.pipeline]}, {counted(default.tasklets, 'tasklet')})",
+                        f"{counted(default.dpus, 'DPU')}: {_times(default, report.objective)}"
                         + ("" if default.status == "verified" else f" ({default.status.splitlines()[0]})"))
     if report.speedup_vs_default:
         summary.add_row("speedup over the default", f"{report.speedup_vs_default:.2f}x")
@@ -239,15 +240,16 @@ def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
     if confirmed:
         error = max(abs(c.screened_s / c.measured_s - 1) for c in confirmed)
         summary.add_row("screening", f"{len(report.runs)} runs on the first and last DPU; {len(confirmed)} "
-                                     f"confirmed on all {confirmed[0].dpus} DPUs, verified (stage confirm; "
+                                     f"confirmed on all {counted(confirmed[0].dpus, 'DPU')}, verified (stage confirm; "
                                      f"screening times within {100 * error:.1f} % of theirs)")
     if report.compile_failures:
         summary.add_row("compile failures", str(report.compile_failures))
     ex = report.exhaustive
     if ex:
         best = ex["best"]
-        summary.add_row("exhaustive best", f"{ids[best['pipeline']]} on {best['dpus']} DPUs x {best['tasklets']} "
-                                           f"tasklets: {milliseconds(best['measured_s'])} ms")
+        summary.add_row("exhaustive best", f"{ids[best['pipeline']]} on {counted(best['dpus'], 'DPU')} x "
+                                           f"{counted(best['tasklets'], 'tasklet')}: "
+                                           f"{milliseconds(best['measured_s'])} ms")
         summary.add_row("regret of the choice", f"{100 * ex['regret']:.2f} % (rank {ex['chosen_rank']} of "
                                                 f"{ex['measured']})")
         summary.add_row("tuner vs exhaustive", f"{ex['tuner_seconds']:.1f} s vs {ex['exhaustive_seconds']:.1f} s "

@@ -52,6 +52,7 @@ from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sampled import SampledSimDevice
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.toolchain import Binary, ProxyToolchain, Toolchain, Variant
+from cnmtune.wording import counted
 
 __all__ = ["DEFAULT_DPUS", "CnmCandidate", "OffloadReport", "OffloadSpec", "SizePoint", "decide", "header_text"]
 
@@ -454,7 +455,8 @@ def header_text(reports: list[OffloadReport]) -> str:
         at, name = report.at_size, macro_name(report.kernel)
         best = at.best
         lines.append(f"/* {report.kernel} at size {report.requested} ({report.size_unit}): "
-                     + (f"CNM {at.cnm_s * 1e3:.4f} ms predicted on {best.dpus} DPUs x {best.tasklets} tasklets, "
+                     + (f"CNM {at.cnm_s * 1e3:.4f} ms predicted on {counted(best.dpus, 'DPU')} x "
+                        f"{counted(best.tasklets, 'tasklet')}, "
                         if best else "no feasible CNM configuration, ")
                      + f"CPU {at.cpu.seconds * 1e3:.4f} ms measured ({at.cpu.implementation}); "
                      + f"speedup {at.speedup:.3g}x */")

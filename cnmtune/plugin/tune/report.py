@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from cnmtune.wording import counted
+
 
 @dataclass
 class Candidate:
@@ -87,9 +89,9 @@ class TuneReport:
             out.append(f"pipeline {chosen.pipeline}")
         out += [f"{name}={value}" for name, value in chosen.defines]
         if chosen.tasklets != default.tasklets:
-            out.append(f"{chosen.tasklets} tasklets")
+            out.append(counted(chosen.tasklets, "tasklet"))
         if chosen.dpus != default.dpus:
-            out.append(f"{chosen.dpus} DPUs")
+            out.append(counted(chosen.dpus, "DPU"))
         return out
 
     @property
@@ -102,7 +104,8 @@ class TuneReport:
         """The first run that failed (in run order: the default first), in one line; '' if none."""
         for c in self.runs or ([self.default] if self.default else []) + self.top:
             if c.status not in ("verified", "not run") and not c.status.startswith("skipped"):
-                return f"{c.pipeline} on {c.dpus} DPUs x {c.tasklets} tasklets: {c.status.splitlines()[0]}"
+                return (f"{c.pipeline} on {counted(c.dpus, 'DPU')} x {counted(c.tasklets, 'tasklet')}: "
+                        f"{c.status.splitlines()[0]}")
         return ""
 
     @property

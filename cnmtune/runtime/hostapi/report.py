@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cnmtune.atomic import atomic_write
+from cnmtune.wording import counted, plural
 
 SHOWN_LAUNCHES = 4  # launches listed one by one in the stderr summary
 
@@ -74,9 +75,11 @@ class SetReport:
         """A few lines for stderr."""
         totals = self.totals()
         sampled = "" if self.simulated_dpus == self.nr_dpus else f", {self.simulated_dpus} of them simulated"
-        lines = [f"cnmtune: {self.nr_dpus} DPU(s){sampled}, simulator config {self.config}, "
+        lines = [f"cnmtune: {counted(self.nr_dpus, 'DPU')}{sampled}, simulator config {self.config}, "
                  f"program {Path(self.program).name or '(none loaded)'}"]
-        lines.append(f"  DPU kernel  {len(self.launches):>4} launch(es)   {1e3 * totals['kernel_s']:12.4f} ms")
+        launches = len(self.launches)
+        lines.append(f"  DPU kernel  {launches:>4} {plural('launch', launches):<11} "
+                     f"{1e3 * totals['kernel_s']:12.4f} ms")
         for number, launch in enumerate(self.launches[:SHOWN_LAUNCHES], 1):
             lines.append(f"    launch {number}: {1e3 * launch.kernel_s:.4f} ms, slowest DPU {launch.slowest_dpu} "
                          f"({launch.cycles:,} cycles)")
@@ -84,8 +87,8 @@ class SetReport:
             lines.append(f"    ... {len(self.launches) - SHOWN_LAUNCHES} more (CNMTUNE_REPORT=path lists all)")
         for label, to_dpu, key in (("CPU-DPU", True, "host_to_dpu"), ("DPU-CPU", False, "dpu_to_host")):
             calls = sum(t.to_dpu == to_dpu for t in self.transfers)
-            lines.append(f"  {label}     {calls:>4} transfer(s) {1e3 * totals[key + '_s']:12.4f} ms  "
-                         f"{totals[key + '_bytes']:,} B")
+            lines.append(f"  {label}     {calls:>4} {plural('transfer', calls):<11} "
+                         f"{1e3 * totals[key + '_s']:12.4f} ms  {totals[key + '_bytes']:,} B")
         lines.extend(f"  warning: {warning}" for warning in self.warnings)
         return "\n".join(lines)
 

@@ -35,6 +35,7 @@ from cnmtune.runtime.sim.routines import RoutineKind
 from cnmtune.runtime.sim.trace import Trace
 from cnmtune.runtime.toolchain import Binary, ProxyToolchain, Toolchain, Variant
 from cnmtune.runtime.toolchain.cache import TRACES, BuildCache, content_key, default_cache_dir
+from cnmtune.wording import counted
 
 __all__ = ["RecordedLaunch", "TraceSet", "config_from_json", "config_to_json", "default_trace_root",
            "kernel_of", "load_trace_set", "obtain_trace_set", "record_trace_set", "save_trace_set", "trace_key"]
@@ -89,7 +90,7 @@ class TraceSet:
     @property
     def label(self) -> str:
         """'va[O2, 16 tasklets, ...] on 4 DPUs, size 4,096'."""
-        return f"{self.variant} on {self.dpus} DPU(s), size {self.size:,}"
+        return f"{self.variant} on {counted(self.dpus, 'DPU')}, size {self.size:,}"
 
     def manifest(self) -> dict:
         """The JSON manifest (without the per-file checksums, added by save_trace_set)."""

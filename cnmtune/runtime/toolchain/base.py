@@ -12,6 +12,7 @@ from cnmtune.errors import KernelError
 from cnmtune.passes import Pipeline
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.workload import DefineValue, check_tasklets, define_text
+from cnmtune.wording import counted
 
 TASKLETS_DEFINE, STACK_DEFINE = "NR_TASKLETS", "STACK_SIZE_DEFAULT"
 
@@ -87,7 +88,7 @@ class Variant:
         stack = ((STACK_DEFINE, self.stack_size),) if self.stack_size != DEFAULT_STACK_SIZE else ()
         shown = ", ".join(define_text(k, v) for k, v in (*self.defines, *stack))
         extra = f", {shown}" if shown else ""
-        return f"{self.kernel.name}[{self.pipeline.text}, {self.nr_tasklets} tasklets{extra}]"
+        return f"{self.kernel.name}[{self.pipeline.text}, {counted(self.nr_tasklets, 'tasklet')}{extra}]"
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ code, test input only) and copied to tmp_path before building; those tests skip 
 from __future__ import annotations
 
 from cnmtune.plugin.app import AppProject
+from cnmtune.wording import counted
 
 # examples/va with a Makefile whose rules name no parameter: make alone never rebuilds for another NR_DPUS
 BLIND_MAKEFILE = """\
@@ -34,7 +35,7 @@ def test_a_build_for_other_parameters_is_never_run(example, run_app):
     for dpus in (4, 1):
         record = run_app(root, "--dpus", str(dpus), args=("-i", "4099"))
         assert [s["nr_dpus"] for s in record["sets"]] == [dpus]
-        assert f"cnmtune: {dpus} DPU(s)" in record["stderr"] and "[OK] results match" in record["stdout"]
+        assert f"cnmtune: {counted(dpus, 'DPU')}" in record["stderr"] and "[OK] results match" in record["stdout"]
     # the same parameters again: make's own incremental build, nothing remade
     assert "Nothing to be done" in AppProject(root).build({"NR_DPUS": "1"})
 

@@ -14,8 +14,8 @@ import pytest
 VA_DIR = Path(__file__).resolve().parents[3] / "benchmarks" / "prim" / "va"
 
 
-def cnmtune(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200"}
+def cnmtune(*args: str, cwd: Path | None = None, columns: int = 200) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": str(columns)}
     return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300)
 
@@ -82,10 +82,17 @@ def test_passes_lists_the_vocabulary():
 def test_compare_prints_three_different_histograms(tmp_path):
     plot, records = tmp_path / "h.png", tmp_path / "h.json"
     result = cnmtune("compare", str(VA_DIR), "-p", "O0", "-p", "O2", "--random", "1", "--random-length", "10",
-                     "--seed", "7", "--plot", str(plot), "--json-out", str(records))
+                     "--seed", "7", "--plot", str(plot), "--json-out", str(records), columns=80)
     assert result.returncode == 0, result.stderr
     assert "op lw" in result.stdout
+    # at 80 columns: pipelines head their columns by id and are spelled out whole below the table
+    assert "…" not in result.stdout and max(len(line) for line in result.stdout.splitlines()) <= 80
     data = json.loads(records.read_text())
+    header = next(line for line in result.stdout.splitlines() if "┃ feature" in line)
+    assert header.replace("┃", " ").split() == ["feature", "P1", "P2", "P3"]
+    legend = result.stdout.split("pipelines:\n")[1]
+    assert "P1 O0" in legend and "P2 O2" in legend
+    assert set(data[2]["pipeline"].split(",")) <= set(legend.replace(",", " ").split())
     histograms = [json.dumps(r["features"]["kernel_histogram"], sort_keys=True) for r in data]
     assert len(set(histograms)) == 3
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -118,8 +125,9 @@ def test_compile_refuses_a_directory_as_its_output(tmp_path):
 
 def test_not_an_elf(tmp_path):
     text = tmp_path / "notes.txt"
-    text.write_text("hello\n")
-    assert "not an ELF" in _error(cnmtune("features", str(text)))
+    text.write_text(":x:[b]ok\n")  # the user's bytes shown as they are: no emoji, no markup
+    message = _error(cnmtune("features", str(text)))
+    assert "not an ELF" in message and "(starts with b':x:[b]ok'," in message
 
 
 def test_truncated_elf(va_elf, tmp_path):

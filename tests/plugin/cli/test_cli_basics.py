@@ -58,6 +58,8 @@ def test_kernels_fit_80_columns_with_summaries():
     records = {r["name"]: r for r in json.loads(cnmtune("kernels", "--json").stdout)}
     assert records["va"]["summary"] == "VA: element-wise vector addition (PrIM), cnmtune's own implementation."
     assert all(record["summary"] for record in records.values())
+    # every summary wraps between its words: none splits one (`arithmetic-throughp` / `ut`)
+    assert {name: _column(result.stdout, name, 1) for name in records} == {n: r["summary"] for n, r in records.items()}
 
 
 def _column(table: str, row: str, column: int) -> str:

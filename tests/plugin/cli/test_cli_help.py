@@ -1,6 +1,7 @@
 """Every command's --help shows its text as written: a `*`, a `<...>`, a backtick or a `[...]` of a
 docstring or an option's help survives (markdown rendering turned `frequency_mhz*1.0+revolver*2`
-into `frequency_mhz1.0+revolver2` and `<cache>/traces` into `/traces`)."""
+into `frequency_mhz1.0+revolver2` and `<cache>/traces` into `/traces`); and it reads at 80
+columns: no word cut to an ellipsis or split over two lines, `tune --help` within 80 lines."""
 
 from __future__ import annotations
 
@@ -37,14 +38,33 @@ def test_every_command_is_walked():
     assert any("frequency_mhz*1.0+revolver*2" in text for text in COMMANDS[("sweep",)] if text)
 
 
-@pytest.mark.parametrize("path", list(COMMANDS), ids=lambda path: " ".join(path) or "cnmtune")
-def test_help_shows_markup_characters_literally(path, capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "400")  # no word of the help is wrapped
+def _help(path: tuple[str, ...], columns: int, capsys, monkeypatch) -> str:
+    """What `cnmtune PATH --help` prints in a terminal `columns` wide."""
+    monkeypatch.setenv("COLUMNS", str(columns))
     monkeypatch.setattr(sys, "argv", ["cnmtune", *path, "--help"])
     with pytest.raises(SystemExit) as exit_:
         main()
     shown = capsys.readouterr().out
     assert exit_.value.code == 0 and "Usage: cnmtune" in shown
+    return shown
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=lambda path: " ".join(path) or "cnmtune")
+def test_help_shows_markup_characters_literally(path, capsys, monkeypatch):
+    shown = _help(path, 400, capsys, monkeypatch)  # no word of the help is wrapped
     words = {word for text in COMMANDS[path] if text for word in MARKUP_WORD.findall(text)}
     missing = sorted(word for word in words if word not in shown)
     assert not missing, f"cnmtune {' '.join(path)} --help does not show {missing}"
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=lambda path: " ".join(path) or "cnmtune")
+def test_help_reads_at_80_columns(path, capsys, monkeypatch):
+    shown = _help(path, 80, capsys, monkeypatch)
+    lines = shown.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in shown
+    # every word of the help on one line, whole: a word cut or split over lines is not in the output
+    cut = sorted({word for text in COMMANDS[path] if text for word in text.split() if word not in shown})
+    assert not cut, f"cnmtune {' '.join(path)} --help at 80 columns cuts {cut}"
+    assert "<bool>" not in shown  # a flag takes no value
+    if path == ("tune",):
+        assert len(lines) <= 80 and "--[no-]knobs" in shown

@@ -229,7 +229,7 @@ def test_tune_where_no_candidate_verifies_fails_with_the_first_failure(tiny_kern
     result = _tune_cli(root, model, "--json")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     error = " ".join(result.stderr.split())
-    assert "tiny: no candidate verified; the first failure: O2 on 1 DPUs x 2 tasklets:" in error
+    assert "tiny: no candidate verified; the first failure: O2 on 1 DPU x 2 tasklets:" in error
     assert "deadlock" in error
     assert not result.stdout.strip() or json.loads(result.stdout)  # at most one JSON document
 
