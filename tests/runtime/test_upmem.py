@@ -208,6 +208,9 @@ def test_sdk_found_by_dir_env_and_path(tmp_path, monkeypatch):
     found = UpmemSdk.find()
     assert (found.bin_dir.resolve(), found.found_via, found.opt) == (sdk.bin_dir, "PATH", found.bin_dir / OPT)
     assert found.version == "2025.1.0"
+    shims, _ = host_environment()  # `cnmtune app env` puts cnmtune's shim of the SDK's compiler first on PATH
+    monkeypatch.setenv("PATH", f"{shims / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    assert UpmemSdk.find().bin_dir.resolve() == sdk.bin_dir  # passed over for the SDK behind it
 
 
 def test_missing_sdk_says_where_it_looked_and_how_to_fix(tmp_path, monkeypatch):

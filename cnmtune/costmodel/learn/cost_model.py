@@ -10,6 +10,7 @@ metadata (scored by onnxruntime, ``Scorer``), the analytical and random baseline
   ``load(path, expect_schema_hash)`` refuses a model of another feature schema.
 - ``create(kind, **options)``: an untrained model by name ('l2p', 'gbt', 'analytical', 'random').
 - ``load_model(path, expect_schema_hash)``: the model in a file, of whichever kind wrote it.
+- ``model_path(name)``: the file a command's model argument names: a path, or 'shipped'.
 - ``L2PCostModel``: the L2P network. Scoring a loaded file needs only onnxruntime; torch is
   imported by ``fit``, ``update`` and saving a changed network (the 'train' extra).
 """
@@ -33,7 +34,11 @@ from cnmtune.costmodel.learn.scorer import Scorer
 from cnmtune.costmodel.analysis.schema import FeatureSchema
 from cnmtune.errors import ModelError
 
-__all__ = ["CostModel", "L2PCostModel", "KINDS", "create", "load_model"]
+__all__ = ["CostModel", "L2PCostModel", "KINDS", "SHIPPED_MODEL", "create", "load_model", "model_path",
+           "shipped_model_path"]
+
+#: The name every command that takes a model file accepts for the model cnmtune ships.
+SHIPPED_MODEL = "shipped"
 
 
 class L2PCostModel(CostModel):
@@ -202,3 +207,20 @@ def load_model(path: str | os.PathLike, expect_schema_hash: str | None = None) -
     if model_class is None:
         raise ModelError(f"{path}: unknown ONNX cost model kind {scorer.kind!r}")
     return model_class.from_scorer(scorer)
+
+
+def shipped_model_path() -> Path:
+    """The pretrained model shipped with cnmtune (cnmtune/data/l2p.onnx), wherever it is installed."""
+    return Path(__file__).resolve().parents[2] / "data" / "l2p.onnx"
+
+
+def model_path(name: str | os.PathLike, advice: str = "") -> Path:
+    """The model file ``name`` gives: an existing file, else ``SHIPPED_MODEL`` for the shipped model;
+    anything else raises ModelError (``advice`` ends its message)."""
+    path = Path(name)
+    if not path.is_file() and str(name) == SHIPPED_MODEL:
+        path = shipped_model_path()
+    if not path.is_file():
+        raise ModelError(f"no cost model at {path}: neither a file nor '{SHIPPED_MODEL}' (the model cnmtune ships)"
+                         + (f"; {advice}" if advice else ""))
+    return path

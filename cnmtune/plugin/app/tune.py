@@ -9,6 +9,14 @@ in-process with CNMTUNE_PIPELINE set; the cost model scores each candidate's ELF
 Makefile's own -O level) is measured first, and a candidate is chosen only when it is faster.
 The choice is recorded in the tuning cache for the DPU sources and defines of those lines, so the
 Makefile's next build picks it, and the DPU program is rebuilt with it.
+
+The model's problem size is in each training kernel's own unit (va's vector elements, gemv's
+matrix rows, ...), which an application does not declare, and no byte count measures it: the
+bytes sent to the DPUs or read by their DMA count every array (twice PrIM VA's elements). So the
+size given to the model is the one at which it predicts the default build's measured kernel time
+(PrIM VA, 262,144 elements on 4 DPUs: 277k; told the words sent, 524k, the shipped model predicted
+1.6-1.9x the measured times of the other candidates, told 277k 0.99-1.12x); when no size does,
+the 32-bit words sent to the DPUs stand in, and the report says so.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import contextlib
 import hashlib
 import io
 import os
+import math
 import shlex
 import shutil
 import tempfile
@@ -49,6 +58,8 @@ class AppTuneReport:
     tasklets: int
     default_s: float
     launches: int = 1  # DPU launches of one run of the default build (a cost-model input)
+    model_size: int = 0  # the problem size the cost model is given
+    model_size_from: str = ""  # how it was found
     candidates: list[AppCandidate] = field(default_factory=list)
     chosen: AppCandidate | None = None
     final_s: float | None = None
@@ -62,7 +73,8 @@ class AppTuneReport:
     def to_dict(self) -> dict:
         """The JSON form (`cnmtune tune --app --json`)."""
         return {"app": self.app, "args": self.args, "nr_dpus": self.nr_dpus, "tasklets": self.tasklets,
-                "launches": self.launches, "default_s": self.default_s, "speedup": self.speedup,
+                "launches": self.launches, "model_size": self.model_size, "model_size_from": self.model_size_from,
+                "default_s": self.default_s, "speedup": self.speedup,
                 "final_s": self.final_s, "chosen": vars(self.chosen) if self.chosen else None,
                 "recorded": self.recorded,
                 "candidates": [vars(c) for c in self.candidates]}
@@ -123,25 +135,46 @@ def _measure(project: AppProject, args: Sequence[str], timeout_s: float | None) 
     return run.kernel_s, ""
 
 
-def _score(candidates: list[AppCandidate], elves: list[Path], model: str | None, report: AppTuneReport,
-           size: int) -> None:
-    """Set each candidate's predicted kernel time with the cost model (the tuner's scoring). An
-    application's host declares no processed size (``Workload.processed_size``): its size is
-    taken as processed."""
+#: The sizes the cost model is tried at to match the default build's time: 2^0..2^36 in 1/16 octaves.
+FIT_SIZES = tuple(sorted({round(2 ** (i / 16)) for i in range(36 * 16 + 1)}))
+
+
+def _score(candidates: list[AppCandidate], elves: list[Path], default_elf: Path, model: str | None,
+           report: AppTuneReport) -> None:
+    """Set each candidate's predicted kernel time with the cost model (the tuner's scoring), at the
+    size fitted on the default build (``report.model_size``; see the module docstring). An
+    application's host declares no processed size (``Workload.processed_size``): its size is taken
+    as processed."""
     from cnmtune.costmodel import model_features, model_schema
     from cnmtune.costmodel.learn.samples import input_matrix
     from cnmtune.plugin.tune.score import load_model
 
     schema = model_schema()
     path, cost_model = load_model(model, schema)
-    features = [dict(zip(schema.names, map(float, model_features(elf).vector(schema)))) for elf in elves]
-    n = len(elves)
-    X = input_matrix(features, [report.nr_dpus] * n, [report.tasklets] * n, [size] * n, [size] * n,
-                     [report.launches] * n, schema)
-    predicted = cost_model.predict(X).runtime_s
-    if predicted is None:
-        raise CnmtuneError(f"{path} predicts no runtime; the tuner ranks by predicted kernel time")
-    for candidate, value in zip(candidates, predicted):
+
+    def predict(features: list[dict[str, float]], sizes: Sequence[int]) -> Sequence[float]:
+        n = len(features)
+        X = input_matrix(features, [report.nr_dpus] * n, [report.tasklets] * n, sizes, sizes,
+                         [report.launches] * n, schema)
+        predicted = cost_model.predict(X).runtime_s
+        if predicted is None:
+            raise CnmtuneError(f"{path} predicts no runtime; the tuner ranks by predicted kernel time")
+        return predicted
+
+    default, *features = [dict(zip(schema.names, map(float, model_features(elf).vector(schema))))
+                          for elf in (default_elf, *elves)]
+    at_sizes = predict([default] * len(FIT_SIZES), FIT_SIZES)
+    below = [p < report.default_s for p in at_sizes]
+    crossings = [i for i in range(len(FIT_SIZES) - 1) if below[i] != below[i + 1]]
+    if crossings:  # the one nearest the words sent, should the model not be monotone in size
+        i = min(crossings, key=lambda i: abs(math.log(FIT_SIZES[i] / report.model_size)))
+        (s0, s1), (t0, t1) = FIT_SIZES[i:i + 2], at_sizes[i:i + 2]  # between them: log-log interpolation
+        report.model_size = round(s0 * (s1 / s0) ** (math.log(report.default_s / t0) / math.log(t1 / t0)))
+        report.model_size_from = "fitted: the model predicts the default build's measured time there"
+    else:
+        report.model_size_from = ("an estimate, the 32-bit words sent to the DPUs: at no size does the model "
+                                  "predict the default build's measured time")
+    for candidate, value in zip(candidates, predict(features, [report.model_size] * len(features))):
         candidate.predicted_s = float(value)
 
 
@@ -162,12 +195,12 @@ def tune_app(project: AppProject, args: Sequence[str], variables: Mapping[str, s
                        f"{'' if baseline.sets else ' without allocating DPUs'}: "
                        f"{tail(baseline.stdout + baseline.stderr, 400)}")
     nr_dpus = baseline.sets[0].nr_dpus
+    # the words sent: where the size the model is given starts (see the module docstring)
     report = AppTuneReport(project.root.name, list(args), nr_dpus, tasklets, baseline.kernel_s,
-                           sum(s.launches for s in baseline.sets))
-    # the model's problem size for an application: the 32-bit words it sends to the DPUs (an estimate)
-    size = max(1, sum(s.host_to_dpu_bytes for s in baseline.sets) // 4)
+                           sum(s.launches for s in baseline.sets),
+                           max(1, sum(s.host_to_dpu_bytes for s in baseline.sets) // 4))
     try:
-        measured = _search(project, plan, args, pipelines, report, top_k, model, size, timeout_s, progress)
+        measured = _search(project, plan, args, pipelines, report, top_k, model, timeout_s, progress)
     except BaseException:
         build_dpu_program(project, lines, default_level)  # leave the application as its Makefile builds it
         raise
@@ -181,12 +214,14 @@ def tune_app(project: AppProject, args: Sequence[str], variables: Mapping[str, s
 
 
 def _search(project: AppProject, plan: MakePlan, args: Sequence[str], pipelines: Sequence[str], report: AppTuneReport,
-            top_k: int, model: str | None, size: int, timeout_s: float | None,
+            top_k: int, model: str | None, timeout_s: float | None,
             progress: Callable[[str, int, int], None]) -> list[AppCandidate]:
     """Build every pipeline (once per distinct ELF), score them, run the `top_k` best predicted; the
     candidates that ran and verified. Leaves a candidate's DPU program in place."""
     elf, lines = plan.dpu_binary, plan.dpu_lines
     with tempfile.TemporaryDirectory(prefix="cnmtune-app-tune-") as tmp:
+        default_elf = Path(tmp) / "default.elf"
+        shutil.copyfile(elf, default_elf)  # the default build, measured: the size the model is given is fitted on it
         built: list[tuple[AppCandidate, Path]] = []
         first_of: dict[str, AppCandidate] = {}  # ELF digest -> the first pipeline that built it
         for done, pipeline in enumerate(pipelines, 1):
@@ -207,7 +242,7 @@ def _search(project: AppProject, plan: MakePlan, args: Sequence[str], pipelines:
                     built.append((candidate, kept))
             progress("compile", done, len(pipelines))
         if built:
-            _score([c for c, _ in built], [p for _, p in built], model, report, size)
+            _score([c for c, _ in built], [p for _, p in built], default_elf, model, report)
         ranked = sorted(built, key=lambda item: item[0].predicted_s)[:top_k]
         for done, (candidate, kept) in enumerate(ranked, 1):
             shutil.copyfile(kept, elf)

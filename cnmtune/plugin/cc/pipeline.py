@@ -4,7 +4,6 @@ on a miss, or the -O level (cnmtune.plugin.cc.driver's docstring gives the order
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.cc.args import DEFAULT_LEVEL, Invocation, UsageError, notice
@@ -86,15 +85,13 @@ def tune_now(source: str, key, cache, fallback: str = DEFAULT_LEVEL, defines: di
     except KernelError as exc:
         notice(f"{source}: cannot tune with these defines ({exc}); using {fallback}")
         return None
-    from cnmtune.errors import ModelError
-    from cnmtune.plugin.tune import TuneSpec, default_model_path, tune
+    from cnmtune.costmodel.learn.cost_model import SHIPPED_MODEL, model_path
+    from cnmtune.plugin.tune import TuneSpec, tune
     from cnmtune.runtime.executor import make_executor
     from cnmtune.runtime.toolchain import ProxyToolchain
 
-    model = Path(os.environ["CNMTUNE_MODEL"]) if os.environ.get("CNMTUNE_MODEL") else default_model_path()
-    if not model.is_file():
-        raise ModelError(f"no cost model at {model}: set CNMTUNE_MODEL=path/to/model.onnx to tune "
-                         f"(see `cnmtune model train`)")
+    model = model_path(os.environ.get("CNMTUNE_MODEL") or SHIPPED_MODEL,
+                       "set CNMTUNE_MODEL=path/to/model.onnx to tune (see `cnmtune model train`)")
     env = os.environ.get
     try:
         size = env("CNMTUNE_TUNE_SIZE", "small").strip()

@@ -116,7 +116,8 @@ def tune_app_command(directory: Path, run: str, variables: list[str], dpus: Opti
     ids = {c.pipeline: f"P{i}" for i, c in enumerate(shown, 1)}
     table = Table(title=f"{report.app} {run}: {counted(report.nr_dpus, 'DPU')}, {counted(report.tasklets, 'tasklet')}; "
                         f"{len(report.candidates)} pipelines, {distinct} distinct DPU programs, the {top_k} best "
-                        "predicted run")
+                        "predicted run",
+                  caption=f"predicted: the cost model at size {report.model_size:,} ({report.model_size_from})")
     for column in ("pipeline", "predicted (ms)", "measured (ms)", "vs default"):
         table.add_column(column, justify="left" if column == "pipeline" else "right")
     for c in shown:

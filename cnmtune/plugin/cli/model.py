@@ -180,7 +180,7 @@ def _int8(output: Path, test_set, top_k: int) -> dict:
 
 @model_app.command("finetune")
 def finetune_command(
-    base: Path = typer.Argument(..., help="trained model: X.onnx (its X.pt checkpoint is used) or X.pt"),
+    base: Path = typer.Argument(..., help="trained model: X.onnx (its X.pt checkpoint is used), X.pt or 'shipped'"),
     db: Path = typer.Option(..., "--db", help="dataset store with the new kernel's samples"),
     kernel: str = typer.Option(..., "--kernel", help="the new kernel to transfer to"),
     output: Path = typer.Option(..., "-o", "--output", help="ONNX model to write (checkpoint: same name .pt)"),
@@ -200,12 +200,14 @@ def finetune_command(
 ) -> None:
     """Transfer a trained model to a new kernel: freeze the first blocks, fine-tune on a small fraction."""
     from cnmtune.costmodel.learn.checkpoint import load_checkpoint
+    from cnmtune.costmodel.learn.cost_model import model_path
     from cnmtune.costmodel.learn.samples import load_samples
     from cnmtune.costmodel.analysis.schema import FeatureSchema
     from cnmtune.costmodel.learn.prediction import evaluate_by_size
     from cnmtune.costmodel.learn.training import finetune, predict
 
     output = _onnx_path(output)
+    base = model_path(base)
     checkpoint = {".onnx": base.with_suffix(".pt"), ".pt": base}.get(base.suffix)
     if checkpoint is None:
         raise UsageError(f"base model {base} must be an .onnx file (with its .pt beside it) or a .pt checkpoint")
@@ -245,7 +247,7 @@ def finetune_command(
 
 @model_app.command("evaluate")
 def evaluate_command(
-    model: Path = typer.Argument(..., help="an ONNX model from `cnmtune model train` or `finetune`"),
+    model: Path = typer.Argument(..., help="an ONNX model from `cnmtune model train` or `finetune`, or 'shipped'"),
     db: Path = typer.Option(..., "--db", help="dataset store to evaluate on"),
     kernels: str | None = typer.Option(None, "--kernels", "-k", help="these kernels only (comma-separated)"),
     top_k: int = typer.Option(10, "--top-k", help="k of the top-k recall and regret"),
@@ -262,6 +264,7 @@ def evaluate_command(
     """Accuracy and ranking quality of an ONNX model on every sample of a store (or the held-out part of
     its training split, --rows test), per kernel and per configuration (DPUs x tasklets), with
     --by-size per kernel and problem size."""
+    from cnmtune.costmodel.learn.cost_model import model_path
     from cnmtune.costmodel.learn.prediction import evaluate, evaluate_by_config, evaluate_by_size
     from cnmtune.costmodel.learn.samples import load_samples
     from cnmtune.costmodel.learn.scorer import Scorer
@@ -270,6 +273,7 @@ def evaluate_command(
     if rows not in ("all", *parts) or split not in ("row", "binary"):
         raise UsageError(f"--rows must be all, train, val or test and --split row or binary, not {rows!r} / "
                            f"{split!r}")
+    model = model_path(model)
     scorer = Scorer(model, intra_op_threads=threads)
     samples = load_samples(db, scorer.schema).select(_names(kernels))
     if rows != "all":  # the split is drawn per kernel, so a kernel's parts do not depend on the others selected

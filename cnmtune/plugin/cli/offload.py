@@ -10,6 +10,7 @@ import typer
 from cnmtune.atomic import atomic_write
 from cnmtune.display import Table
 from cnmtune.errors import UsageError
+from cnmtune.plugin.offload.cpu_baseline import CPU_BASELINES
 from cnmtune.plugin.offload.decide import (
     DEFAULT_DPUS,
     DEFAULT_SHARE_CAP,
@@ -45,7 +46,8 @@ def offload_command(
     tasklets: str = typer.Option(",".join(map(str, DEFAULT_TASKLETS)), "--tasklets", help="tasklet counts"),
     pipeline: str = typer.Option("O2", "--pipeline", "-p", help="pass pipeline of the DPU program"),
     define: list[str] = DEFINES,
-    cpu: str = typer.Option("auto", "--cpu", help="CPU baseline: auto (faster of native C and numpy), native, numpy"),
+    cpu: str = typer.Option("auto", "--cpu", help="CPU baseline of every size: auto (native C where available, "
+                                                  "else numpy), native, numpy"),
     repeats: int = typer.Option(7, "--repeats", help="CPU runs per size (the median counts)"),
     min_speedup: float = typer.Option(1.0, "--min-speedup", help="offload when CPU time / CNM time is at least this"),
     bisect: int = typer.Option(4, "--bisect", help="bisection steps between the last two sizes that disagree"),
@@ -92,7 +94,8 @@ def offload_command(
 
 def _sizes_table(report: OffloadReport) -> Table:
     """One row per size: CPU and CNM times, the CNM time's parts, the best configuration, the choice."""
-    table = Table(title=f"{report.kernel}: CPU vs CNM across sizes ({report.size_unit})")
+    table = Table(title=f"{report.kernel}: CPU ({CPU_BASELINES[report.cpu_baseline]}) vs CNM across sizes "
+                        f"({report.size_unit})")
     # short headers, two-line cells, every cell wraps (never cut to an ellipsis): 80 columns suffice
     for column in ("size", "CPU ms", "CNM ms", "kernel", "xfer", "host", "DPUs x tasklets", "speedup"):
         table.add_column(column, justify="left" if column == "DPUs x tasklets" else "right", overflow="fold")
@@ -101,7 +104,7 @@ def _sizes_table(report: OffloadReport) -> Table:
         origin = {"requested": "\n--size", "bisection": "\nbisected"}.get(p.origin, "")
         times = tuple(map(milliseconds, (p.cnm_s, b.kernel_s, b.transfer_s, b.host_s))) if b else ("-",) * 4
         method = {"extrapolated": "extrap."}.get(b.method, b.method) if b else ""
-        table.add_row(f"{p.size:,}{origin}", f"{milliseconds(p.cpu.seconds)}\n{p.cpu.implementation}", *times,
+        table.add_row(f"{p.size:,}{origin}", milliseconds(p.cpu.seconds), *times,
                       f"{b.dpus} x {b.tasklets}\n{method}" if b else "none feasible",
                       f"{p.speedup:.3g}x\n-> {'CNM' if p.offload else 'CPU'}")
     return table

@@ -33,7 +33,10 @@ from cnmtune.errors import VerificationError
 from cnmtune.runtime.toolchain.cache import BuildCache, content_key
 from cnmtune.runtime.workload import Arrays, Workload
 
-__all__ = ["CpuTime", "cpu_time", "native_library"]
+__all__ = ["CPU_BASELINES", "CpuTime", "cpu_time", "native_library"]
+
+#: Each CPU implementation by what reports call it.
+CPU_BASELINES = {"native": "native C", "numpy": "numpy reference"}
 
 C_SOURCE = r"""
 #include <stdint.h>
@@ -239,7 +242,8 @@ def cpu_time(workload: Workload, inputs: Arrays, implementation: str = "auto", r
     if implementation != "numpy":
         library = native_library()
         best = None
-        if library is not None and _native_runner(workload, inputs, library.lib, 1) is not None:
+        covered = library is not None and _native_runner(workload, inputs, library.lib, 1) is not None
+        if covered:
             expected = workload.reference(inputs)
             # one thread and all threads: on a loaded machine a parallel region can wait a whole
             # scheduler time slice for its second thread, so the faster median is this machine's time
@@ -258,7 +262,8 @@ def cpu_time(workload: Workload, inputs: Arrays, implementation: str = "auto", r
             return CpuTime(seconds, "native", f"native C ({what}; {library.compiler}; {omp}, {threads} of "
                                               f"{library.threads} threads), median of {repeats}", repeats, samples)
         if implementation == "native":
-            why = "no working C compiler" if library is None else f"no C implementation for {workload.name}"
+            why = ("no working C compiler" if library is None else f"no C implementation for {workload.name}"
+                   if not covered else f"the C result of {workload.name} does not verify")
             raise ValueError(f"native CPU baseline unavailable: {why}")
     seconds, samples = _median_time(lambda: workload.reference(inputs), repeats)
     return CpuTime(seconds, "numpy", f"numpy reference of {workload.name} (1 thread), median of {repeats}", repeats,

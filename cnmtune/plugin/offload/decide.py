@@ -27,8 +27,10 @@ return (true of va, red, gemv, bs and of every single-launch kernel). That is ch
 kernel on 4 fully simulated DPUs against 4 unsimulated ones; a kernel whose host program
 depends on DPU results (bfs: it loops until the frontier is empty) is reported as such
 (`host_depends_on_results`), and its predictions for more than 2 DPUs are not reliable.
-CPU side: the same computation on this machine (plugin/offload/cpu_baseline.py), the faster of native
-multithreaded C (va, red, gemv, bs) and the workload's numpy reference, median of `repeats`.
+CPU side: the same computation on this machine (plugin/offload/cpu_baseline.py), median of `repeats`,
+by one baseline for every size of a decision, so that the flip point compares like with like:
+native multithreaded C where the kernel has it (va, red, gemv, bs) and a C compiler works here,
+else the workload's numpy reference (`cpu`: 'auto' chooses at the first size; 'native', 'numpy').
 
 Decision: offload when CPU time / CNM time >= min_speedup. The flip point is found by a
 geometric grid of sizes and a bisection between the last two sizes with different decisions.
@@ -46,7 +48,7 @@ from itertools import pairwise
 
 from cnmtune.errors import CnmtuneError, OffloadError
 from cnmtune.passes import Pipeline
-from cnmtune.plugin.offload.cpu_baseline import CpuTime, cpu_time
+from cnmtune.plugin.offload.cpu_baseline import CPU_BASELINES, CpuTime, cpu_time
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sampled import SampledSimDevice
@@ -135,7 +137,6 @@ class SizePoint:
     size: int
     origin: str  # "grid", "bisection", "requested"
     cpu: CpuTime
-    cpu_times: dict[str, float]
     best: CnmCandidate | None
     candidates: list[CnmCandidate]
     min_speedup: float = 1.0
@@ -158,7 +159,7 @@ class SizePoint:
     def to_dict(self) -> dict:
         """JSON-safe form."""
         return {"size": self.size, "origin": self.origin, "offload": self.offload, "speedup": self.speedup,
-                "cnm_s": self.cnm_s if self.best else None, "cpu": self.cpu.to_dict(), "cpu_times": self.cpu_times,
+                "cnm_s": self.cnm_s if self.best else None, "cpu": self.cpu.to_dict(),
                 "best": self.best.to_dict() if self.best else None,
                 "candidates": [c.to_dict() for c in self.candidates]}
 
@@ -183,6 +184,11 @@ class OffloadReport:
         return next(p for p in self.points if p.size == self.requested)
 
     @property
+    def cpu_baseline(self) -> str:
+        """The CPU implementation every size was timed with: 'native' (C) or 'numpy'."""
+        return self.points[0].cpu.implementation
+
+    @property
     def ratios(self) -> list[float]:
         """Predicted CNM time / CPU time at each evaluated size, in size order."""
         return [p.cnm_s / p.cpu.seconds for p in self.points]
@@ -197,6 +203,7 @@ class OffloadReport:
         """JSON-safe form."""
         at = self.at_size
         return {"kernel": self.kernel, "size_unit": self.size_unit, "size": self.requested,
+                "cpu_baseline": self.cpu_baseline,
                 "offload": at.offload, "speedup": at.speedup, "best": at.best.to_dict() if at.best else None,
                 "cpu": at.cpu.to_dict(), "cnm_s": at.cnm_s if at.best else None,
                 "flip": ({"below": self.flip[0], "at": self.flip[1],
@@ -231,6 +238,7 @@ class _Decider:
         self.params = dict(spec.params)
         self.binaries: dict[int, Binary | CnmtuneError] = {}
         self.points: dict[int, SizePoint] = {}
+        self.cpu_baseline: str | None = None  # the CPU implementation of this decision, from its first size
         self._dependent: bool | None = None
         if not spec.dpus or min(spec.dpus) < 1 or not spec.tasklets:
             raise OffloadError("give at least one DPU count (>= 1) and one tasklet count")
@@ -343,21 +351,12 @@ class _Decider:
         if best is not None and best.launches > 1 and not self.host_depends_on_results(size):
             best.host_s = self._host_median(best, size)
         workload = self.workload(size, 1, 1, self.defines, self.spec.seed, **self.params)
-        inputs = workload.inputs()
-        times: dict[str, CpuTime] = {}
-        if self.spec.cpu in ("auto", "numpy"):
-            times["numpy"] = cpu_time(workload, inputs, "numpy", self.spec.repeats)
-        if self.spec.cpu in ("auto", "native"):
-            try:
-                measured = cpu_time(workload, inputs, "native", self.spec.repeats)
-            except ValueError as exc:
-                if self.spec.cpu == "native":
-                    raise OffloadError(str(exc)) from None
-            else:
-                times["native"] = measured
-        chosen = min(times.values(), key=lambda t: t.seconds)
-        point = SizePoint(size, origin, chosen, {k: v.seconds for k, v in times.items()}, best, candidates,
-                          self.spec.min_speedup)
+        try:
+            cpu = cpu_time(workload, workload.inputs(), self.cpu_baseline or self.spec.cpu, self.spec.repeats)
+        except ValueError as exc:
+            raise OffloadError(f"{self.kernel.name} at size {size:,}: {exc}") from None
+        self.cpu_baseline = cpu.implementation
+        point = SizePoint(size, origin, cpu, best, candidates, self.spec.min_speedup)
         self.points[size] = point
         return point
 
@@ -428,7 +427,8 @@ class _Decider:
             *(f"CPU: {label}" for label in labels),
         ]
         if self.spec.cpu == "auto":
-            notes.append("CPU time per size: the faster of native C (where available) and the numpy reference")
+            notes.append(f"CPU baseline at every size: {CPU_BASELINES[self.cpu_baseline]} (--cpu auto: native C "
+                         "where the kernel has a C version and a C compiler works here, else numpy)")
         return notes
 
 

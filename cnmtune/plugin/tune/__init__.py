@@ -7,7 +7,6 @@ sampled whole space to judge it by), cache (tuned pipelines for cnmtune-cc).
 """
 
 from cnmtune.plugin.tune.report import Candidate, TuneReport
-from cnmtune.plugin.tune.score import default_model_path
 from cnmtune.plugin.tune.tuner import TUNE_TASKLETS, Exploration, TuneSpec, explore, tune
 
-__all__ = ["TUNE_TASKLETS", "Candidate", "Exploration", "TuneReport", "TuneSpec", "default_model_path", "explore", "tune"]
+__all__ = ["TUNE_TASKLETS", "Candidate", "Exploration", "TuneReport", "TuneSpec", "explore", "tune"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from cnmtune.costmodel.analysis.schema import FeatureSchema
-from cnmtune.costmodel.learn.cost_model import CostModel
+from cnmtune.costmodel.learn.cost_model import SHIPPED_MODEL, CostModel, model_path
 from cnmtune.costmodel.learn.cost_model import load_model as load_cost_model
 from cnmtune.costmodel.learn.metrics import mape
 from cnmtune.costmodel.learn.samples import input_matrix, runtime_samples
@@ -21,16 +21,9 @@ from cnmtune.plugin.tune.report import Candidate
 ADAPT_EPOCHS = 100
 
 
-def default_model_path() -> Path:
-    """The pretrained model shipped with cnmtune (cnmtune/data/l2p.onnx)."""
-    return Path(__file__).resolve().parents[2] / "data" / "l2p.onnx"
-
-
 def load_model(model: str | None, schema: FeatureSchema) -> tuple[Path, CostModel]:
-    """The cost model at `model` (default: the shipped one), checked against `schema`."""
-    path = Path(model) if model else default_model_path()
-    if not path.is_file():
-        raise ModelError(f"no cost model at {path}: pass --model M.onnx (see `cnmtune model train`)")
+    """The cost model at `model`, a file or 'shipped' (the default), checked against `schema`."""
+    path = model_path(model or SHIPPED_MODEL, "pass --model M.onnx (see `cnmtune model train`)")
     return path, load_cost_model(path, expect_schema_hash=schema.hash)
 
 

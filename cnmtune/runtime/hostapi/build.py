@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cnmtune.errors import ToolchainMissing
 from cnmtune.runtime.toolchain.cache import BuildCache, content_key
+from cnmtune.runtime.upmem.sdk import SHIM_MARKER
 
 HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = HERE / "include"
@@ -84,7 +85,7 @@ def _build(target: Path, cc: list[str]) -> None:
                 '    *) echo "dpu-pkg-config (cnmtune): unknown argument $arg" >&2; exit 1 ;;\n'
                 '  esac\ndone\necho $out\n')
         _script(stage / "bin" / "dpu-upmem-dpurte-clang",
-                f'#!/bin/sh\n# the UPMEM SDK\'s DPU compiler name, served by cnmtune-cc\nexec "{sys.executable}" -c '
+                f'#!/bin/sh\n# the UPMEM SDK\'s DPU compiler name, {SHIM_MARKER}\nexec "{sys.executable}" -c '
                 '"from cnmtune.plugin.cc import main; main()" "$@"\n')
         if cc[0] == sys.executable:
             _script(stage / "bin" / "cc", f'#!/bin/sh\nexec "{sys.executable}" -m ziglang cc "$@"\n')

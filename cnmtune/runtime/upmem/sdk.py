@@ -3,7 +3,8 @@
 Where cnmtune looks, in order, and only there (an explicit place is never second-guessed):
 1. the directory given as ``sdk_dir`` (``--sdk-dir DIR`` on the command line),
 2. the directory in ``$CNMTUNE_UPMEM_SDK``,
-3. ``dpu-upmem-dpurte-clang`` on ``PATH`` (what ``source upmem_env.sh`` sets up).
+3. ``dpu-upmem-dpurte-clang`` on ``PATH`` (what ``source upmem_env.sh`` sets up), passing over
+   cnmtune's own shim of that name (``cnmtune app env``, cnmtune.runtime.hostapi.build).
 A directory may be the SDK root (holding ``bin/``) or its ``bin/`` itself. The SDK's own
 ``opt`` is used, never a system one: only the SDK's LLVM knows the DPU target (FACTS.md §9).
 """
@@ -24,12 +25,23 @@ CLANG = "dpu-upmem-dpurte-clang"
 OPT = "opt"
 PKG_CONFIG = "dpu-pkg-config"
 ENV_VAR = "CNMTUNE_UPMEM_SDK"
+#: Written into cnmtune's shim of the SDK's compiler (cnmtune.runtime.hostapi.build), so PATH lookups pass it over.
+SHIM_MARKER = "served by cnmtune-cc"
 HOW_TO = (f"install the UPMEM SDK and `source /path/to/upmem-sdk/upmem_env.sh` (puts {CLANG} on PATH), "
           f"or pass --sdk-dir /path/to/upmem-sdk, or set {ENV_VAR}=/path/to/upmem-sdk")
 
 
 def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
+
+
+def _is_shim(path: Path) -> bool:
+    """Whether ``path`` is cnmtune's shim for the SDK's compiler (cnmtune-cc under the SDK's name)."""
+    try:
+        with path.open("rb") as file:
+            return SHIM_MARKER.encode() in file.read(4096)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -46,12 +58,14 @@ class UpmemSdk:
             return cls._in_dir(Path(sdk_dir), "--sdk-dir")
         if env := os.environ.get(ENV_VAR):
             return cls._in_dir(Path(env), ENV_VAR)
-        found = shutil.which(CLANG)
-        if found is None:
+        on_path = [Path(found) for entry in os.environ.get("PATH", os.defpath).split(os.pathsep)
+                   if entry and (found := shutil.which(CLANG, path=entry))]
+        link = next((path for path in on_path if not _is_shim(path)), None)
+        if link is None:
+            what = (f"the only {CLANG} on PATH is cnmtune's shim ({on_path[0]}, from `cnmtune app env`), not the "
+                    f"SDK's" if on_path else f"{CLANG} is not on PATH")
             raise ToolchainMissing(
-                f"UPMEM SDK not found: {CLANG} is not on PATH, no --sdk-dir was given and {ENV_VAR} is not set; "
-                f"{HOW_TO}")
-        link = Path(found)
+                f"UPMEM SDK not found: {what}, no --sdk-dir was given and {ENV_VAR} is not set; {HOW_TO}")
         # a PATH entry may be a symlink into the SDK tree; its opt sits next to the real driver
         bin_dir = next((d for d in (link.parent, link.resolve().parent) if _executable(d / OPT)), link.parent)
         return cls(bin_dir, "PATH")

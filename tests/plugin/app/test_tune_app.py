@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from cnmtune.plugin.app import AppProject
@@ -24,6 +25,10 @@ def test_tuning_an_application_measures_records_and_rebuilds_the_winner(example)
     report = tune_app(project, ["-i", "8192"], variables, PIPELINES, top_k=3)
     by_pipeline = {c.pipeline: c for c in report.candidates}
     assert by_pipeline["O3"].same_as == "O2"  # one binary, scored and run once
+    # the model is told the size at which it predicts the measured time of the default build (the Makefile's
+    # -O2), not the words sent to the DPUs (2 vectors: twice va's elements)
+    assert report.model_size_from.startswith("fitted") and report.model_size > 0
+    assert by_pipeline["O2"].predicted_s == pytest.approx(report.default_s, rel=0.01)
     measured = [c for c in report.candidates if c.measured_s is not None]
     assert len(measured) == 3 and all(c.predicted_s > 0 for c in measured)
     # the knobs unroll va's loop: a real win over the Makefile's -O2, and the fastest measured one is chosen
@@ -45,3 +50,4 @@ def test_tune_app_cli_reports_json(example):
     assert record["nr_dpus"] == 1 and record["tasklets"] == 16 and record["launches"] == 1 and record["default_s"] > 0
     assert [c["pipeline"] for c in record["candidates"]] == ["O0", "O1"]
     assert record["recorded"] == [] and record["speedup"] >= 1.0
+    assert record["model_size"] > 0 and record["model_size_from"]

@@ -411,8 +411,8 @@ def test_tune_on_a_miss_needs_a_model_or_a_workload(run_cc, tmp_path):
     missing = run_cc(*CFLAGS, "-c", SOURCE, "-o", "a.o", CNMTUNE_MODEL=str(tmp_path / "none.onnx"), **TUNE_ENV)
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines()[-1] == (
-        f"cnmtune-cc: error: no cost model at {tmp_path / 'none.onnx'}: set CNMTUNE_MODEL=path/to/model.onnx "
-        f"to tune (see `cnmtune model train`)")
+        f"cnmtune-cc: error: no cost model at {tmp_path / 'none.onnx'}: neither a file nor 'shipped' (the model "
+        f"cnmtune ships); set CNMTUNE_MODEL=path/to/model.onnx to tune (see `cnmtune model train`)")
     (tmp_path / "loose.c").write_text("int main(void) { return 0; }\n")
     loose = run_cc("-c", "loose.c", **TUNE_ENV)
     assert loose.returncode == 0 and (tmp_path / "loose.o").is_file()

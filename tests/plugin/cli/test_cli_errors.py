@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -177,6 +178,19 @@ def test_compile_refuses_an_output_in_a_missing_directory_and_creates_none(cnmtu
     assert one_line_error(cnmtune("compile", "va", "-o", str(elf)), FAILURE) == \
         f"cannot write {elf}: no directory {elf.parent}"
     assert not (tmp_path / "no").exists()
+
+
+def test_the_upmem_devices_pass_over_the_sdk_shim_that_app_env_puts_on_path(cnmtune, monkeypatch):
+    """After `eval "$(cnmtune app env)"` the SDK compiler's name on PATH is cnmtune's own shim, not an SDK."""
+    exports = dict(shlex.split(line)[1].split("=", 1) for line in cnmtune("app", "env").stdout.splitlines())
+    monkeypatch.setenv("PATH", exports["PATH"])
+    monkeypatch.delenv("CNMTUNE_UPMEM_SDK", raising=False)
+    shim = Path(exports["PATH"].split(os.pathsep)[0]) / "dpu-upmem-dpurte-clang"
+    assert shim.is_file()
+    for device in ("upmem-sim", "upmem-hw"):
+        assert one_line_error(cnmtune("run", "va", "--device", device, "--size", "small"), FAILURE).startswith(
+            f"UPMEM SDK not found: the only dpu-upmem-dpurte-clang on PATH is cnmtune's shim ({shim}, from "
+            f"`cnmtune app env`), not the SDK's, no --sdk-dir was given")
 
 
 def test_a_host_program_killed_by_a_signal_is_named(cnmtune, tmp_path):

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from cnmtune.costmodel.learn.cost_model import shipped_model_path
 from cnmtune.costmodel.learn.scorer import Scorer
 
 
-def cnmtune(*args: str) -> subprocess.CompletedProcess:
+def cnmtune(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cnmtune", "model", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=300)
+                          env={**os.environ, "COLUMNS": "200"}, timeout=300, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +115,21 @@ def test_user_errors_are_one_line_and_exit_1_or_for_a_bad_option_2(l2p_db, tmp_p
     assert "error:" in result.stderr and "not a readable ONNX model" in result.stderr
     result = cnmtune("train", "--db", str(l2p_db), "-o", str(tmp_path / "m.onnx"), "--targets", "latency")
     assert result.returncode == 2 and "--targets" in result.stderr
+
+
+def test_shipped_names_the_packaged_model_from_any_directory(tmp_path):
+    """`shipped` is the model cnmtune ships, wherever it is installed; another name that is no file is one error."""
+    import pyarrow.compute
+    import pyarrow.parquet
+
+    # 64 va rows of the dataset the shipped model learnt from: features of the model's own schema
+    reference = pyarrow.parquet.read_table(shipped_model_path().with_name("reference.parquet"))
+    tiny = tmp_path / "va.parquet"
+    pyarrow.parquet.write_table(reference.filter(pyarrow.compute.equal(reference["kernel"], "va")).slice(0, 64), tiny)
+    result = cnmtune("evaluate", "shipped", "--db", str(tiny), "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["model"] == str(shipped_model_path()) and record["metrics"]["va"]["samples"] == 64
+    result = cnmtune("finetune", "shiped", "--db", str(tiny), "--kernel", "va", "-o", "va.onnx", cwd=tmp_path)
+    assert result.returncode == 1 and result.stderr.strip().count("\n") == 0
+    assert "no cost model at shiped: neither a file nor 'shipped' (the model cnmtune ships)" in result.stderr

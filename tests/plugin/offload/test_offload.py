@@ -14,7 +14,7 @@ import pytest
 
 from cnmtune.errors import DeviceError
 from cnmtune.plugin.offload import decide as offload_module
-from cnmtune.plugin.offload.cpu_baseline import CpuTime, cpu_time, native_library
+from cnmtune.plugin.offload.cpu_baseline import CPU_BASELINES, CpuTime, cpu_time, native_library
 from cnmtune.plugin.offload.decide import (
     OffloadSpec,
     decide,
@@ -98,6 +98,26 @@ def test_cpu_baseline_native_and_numpy():
     assert cpu_time(sel, sel.inputs(), "auto", repeats=1).implementation == "numpy"
     with pytest.raises(ValueError, match="no C implementation for sel"):
         cpu_time(sel, sel.inputs(), "native", repeats=1)
+
+
+def test_one_cpu_baseline_for_every_size_of_a_decision(monkeypatch):
+    """--cpu auto chooses at the first size (native C where the kernel has it and a compiler works, else numpy)
+    and times every other size with the same; the report names it."""
+    asked = []
+
+    def recording(workload, inputs, implementation="auto", repeats=7):
+        asked.append(implementation)
+        return cpu_time(workload, inputs, implementation, repeats)
+
+    monkeypatch.setattr(offload_module, "cpu_time", recording)
+    for name, expected in (("va", "native" if native_library() else "numpy"), ("sel", "numpy")):
+        asked.clear()
+        report = decide(OffloadSpec(name, size=4096, sizes=(1024, 4096, 16_384), dpus=(16,), tasklets=(16,),
+                                    repeats=1, bisect_steps=0))
+        assert asked == ["auto", expected, expected]
+        assert report.cpu_baseline == expected and {p.cpu.implementation for p in report.points} == {expected}
+        assert report.to_dict()["cpu_baseline"] == expected
+        assert f"CPU baseline at every size: {CPU_BASELINES[expected]} (--cpu auto" in " ".join(report.notes)
 
 
 def _check_consistency(report) -> None:
