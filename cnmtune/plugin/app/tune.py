@@ -24,8 +24,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import os
 import math
+import os
 import shlex
 import shutil
 import tempfile
