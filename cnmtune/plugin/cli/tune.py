@@ -23,7 +23,26 @@ from cnmtune.store import Store
 from cnmtune.wording import counted
 
 
+#: Options of a kernel's tune that a tune of an application (--app) has no use for, and the reverse.
+KERNEL_ONLY = frozenset({"size", "objective", "tasklets", "define", "param", "rounds", "exploration", "screen",
+                         "adapt", "budget_s", "max_runs", "tune_defines", "device", "sdk_dir", "exhaustive", "db",
+                         "workers", "scheduler"})
+APP_ONLY = frozenset({"run", "var"})
+
+
+def _check_mode(ctx: typer.Context, app: Optional[Path]) -> None:
+    """Refuse options the chosen mode would ignore: a kernel's with --app, --run and --var without it."""
+    # typer carries its own click, whose ParameterSource is not importable by a public name
+    given = {name for name in ctx.params
+             if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
+    ignored = given & (KERNEL_ONLY if app is not None else APP_ONLY)
+    if ignored:
+        flags = ", ".join(sorted(next(o for o in ctx.command.params if o.name == n).opts[0] for n in ignored))
+        raise UsageError(f"{flags}: not used when tuning {'an application (--app)' if app else 'a kernel'}")
+
+
 def tune_command(
+    ctx: typer.Context,
     kernel: Optional[str] = typer.Argument(None, help="kernel name (see `cnmtune kernels`) or directory"),
     size: str = typer.Option("default", "--size", "-s", help="problem size, or a preset: small, default, large"),
     pipelines: int = typer.Option(200, "--pipelines", help="pipelines: O0..O3 + seeded random sequences"),
@@ -81,6 +100,7 @@ def tune_command(
             raise UsageError(f"{option} must be >= {least}, got {value}")
     if not 0 <= exploration <= 1:
         raise UsageError(f"--exploration must be between 0 and 1, got {exploration}")
+    _check_mode(ctx, app)
     if app is not None:
         from cnmtune.plugin.cli.application import tune_app_command
 
