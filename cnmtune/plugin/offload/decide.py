@@ -46,7 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from cnmtune.errors import CnmtuneError, OffloadError
+from cnmtune.errors import CnmtuneError, OffloadError, UsageError
 from cnmtune.passes import Pipeline
 from cnmtune.plugin.offload.cpu_baseline import CPU_BASELINES, CpuTime, cpu_time
 from cnmtune.runtime.kernel import Kernel
@@ -217,7 +217,7 @@ class OffloadReport:
 def size_grid(first: int, last: int, factor: float) -> list[int]:
     """Geometric sizes from `first` to `last` (both included)."""
     if first < 1 or last < first or factor <= 1:
-        raise OffloadError(f"bad size range {first}..{last} x{factor}: need 1 <= min <= max and factor > 1")
+        raise UsageError(f"bad size range {first}..{last} x{factor}: need 1 <= min <= max and factor > 1")
     sizes, value = [], float(first)
     while value < last:
         sizes.append(round(value))
@@ -241,7 +241,7 @@ class _Decider:
         self.cpu_baseline: str | None = None  # the CPU implementation of this decision, from its first size
         self._dependent: bool | None = None
         if not spec.dpus or min(spec.dpus) < 1 or not spec.tasklets:
-            raise OffloadError("give at least one DPU count (>= 1) and one tasklet count")
+            raise UsageError("give at least one DPU count (>= 1) and one tasklet count")
         Pipeline.parse(spec.pipeline)
 
     def binary(self, tasklets: int) -> Binary | CnmtuneError:

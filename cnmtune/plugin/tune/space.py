@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from cnmtune.errors import CnmtuneError
+from cnmtune.errors import CnmtuneError, UsageError
 from cnmtune.passes import knob_pipelines, pipeline_set
 from cnmtune.runtime.grid import config_grid
 from cnmtune.runtime.kernel import Kernel
@@ -120,12 +120,12 @@ def search_space(kernel: Kernel, size: int, pipelines: int, seed: int, length: i
     the knob pipelines with `knobs`; no valid (DPUs, tasklets) point is an error naming the most
     frequent reason."""
     if objective not in OBJECTIVES:
-        raise CnmtuneError(f"unknown objective {objective!r}; choose {' or '.join(OBJECTIVES)}")
+        raise UsageError(f"unknown objective {objective!r}; choose {' or '.join(OBJECTIVES)}")
     base = tuple(kernel.workload.resolve_defines(dict(defines)).items())
     if dpus is None:
         dpus = (rank_dpus(kernel, size, tasklets, base, params),)
     if objective == "kernel" and len(dpus) > 1:
-        raise CnmtuneError(f"--dpus {','.join(map(str, dpus))}: the kernel objective tunes at one DPU count (more "
+        raise UsageError(f"--dpus {','.join(map(str, dpus))}: the kernel objective tunes at one DPU count (more "
                            "DPUs always run a kernel faster); give one, or compare DPU counts with "
                            "--objective end-to-end (kernel + transfers)")
     grid, reason = valid_grid(kernel, size, dpus, tasklets, base, params)

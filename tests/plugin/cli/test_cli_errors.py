@@ -167,6 +167,8 @@ EXAMPLE_VA = Path(__file__).resolve().parents[3] / "examples" / "va"
     (("tune", "--app", str(EXAMPLE_VA), "--size", "small", "--tasklets", "8"), USAGE,
      "--size, --tasklets: not used when tuning an application (--app)"),
     (("tune", "va", "--run", "-i 64"), USAGE, "--run: not used when tuning a kernel"),
+    (("tune", "va", "--objective", "energy"), USAGE, "unknown objective 'energy'; choose kernel or end-to-end"),
+    (("tune", "va", "--dpus", "4,16"), USAGE, "--dpus 4,16: the kernel objective tunes at one DPU count"),
     (("app", "build", str(EXAMPLE_VA), "--dpus", "0"), USAGE,
      "NR_DPUS=0: an application allocates 1 to 2,560 DPUs (a whole UPMEM system"),
     (("app", "build", str(EXAMPLE_VA), "--dpus", "100000"), USAGE, "NR_DPUS=100000: an application allocates 1 "),

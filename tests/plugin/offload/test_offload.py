@@ -12,7 +12,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from cnmtune.errors import DeviceError
+from cnmtune.errors import DeviceError, UsageError
 from cnmtune.plugin.offload import decide as offload_module
 from cnmtune.plugin.offload.cpu_baseline import CPU_BASELINES, CpuTime, cpu_time, native_library
 from cnmtune.plugin.offload.decide import (
@@ -186,7 +186,7 @@ def test_header_names_and_sizes():
     assert macro_name("hst-s") == "CNMTUNE_OFFLOAD_HST_S" and macro_name("va") == "CNMTUNE_OFFLOAD_VA"
     assert size_grid(256, 65_536, 4) == [256, 1024, 4096, 16_384, 65_536]
     assert size_grid(4096, 10_000, 4) == [4096, 10_000]
-    with pytest.raises(Exception, match="bad size range"):
+    with pytest.raises(UsageError, match="bad size range"):  # a command line that cannot run: exit 2
         size_grid(100, 10, 4)
 
 
