@@ -25,7 +25,7 @@ application_app = typer.Typer(
 DIRECTORY = typer.Argument(..., help="the application's directory (its Makefile builds bin/host_code and bin/dpu_code)")
 DPUS = typer.Option(None, "--dpus", "-d", help="make variable NR_DPUS")
 TASKLETS = typer.Option(None, "--tasklets", "-t", help="make variable NR_TASKLETS")
-VARIABLES = typer.Option([], "--var", "-V", help="another make variable NAME=VALUE (e.g. BL=10), repeatable")
+VARIABLES = typer.Option([], "--var", "-V", metavar="NAME=VALUE", help="another make variable NAME=VALUE (e.g. BL=10), repeatable")
 HOST = typer.Option(None, "--host-binary", help="the host program, relative to DIRECTORY (default: the output of the "
                                                  "Makefile's line that calls dpu-pkg-config)")
 

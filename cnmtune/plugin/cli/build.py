@@ -124,7 +124,7 @@ def _print_lowered(dpu_code: dict) -> None:
 
 def compare_command(
     kernel_dir: str = typer.Argument(..., help="kernel name (see `cnmtune kernels`) or directory"),
-    pipeline: list[str] = typer.Option([], "--pipeline", "-p", help="pipeline to compare, repeatable"),
+    pipeline: list[str] = typer.Option([], "--pipeline", "-p", metavar="PIPELINE", help="pipeline to compare, repeatable"),
     random: int = typer.Option(0, "--random", help="also compare N seeded random pipelines"),
     random_length: int = typer.Option(10, "--random-length", help="passes per random pipeline"),
     seed: int = typer.Option(0, "--seed", help="seed of the first random pipeline"),

@@ -17,8 +17,8 @@ from cnmtune.passes import Pipeline
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.workload import DefineValue, parse_define
 
-DEFINES = typer.Option([], "-D", help="preprocessor define NAME[=VALUE], repeatable")
-PARAMS = typer.Option([], "--param", help="workload parameter NAME=VALUE, repeatable")
+DEFINES = typer.Option([], "-D", metavar="NAME[=VALUE]", help="preprocessor define NAME[=VALUE], repeatable")
+PARAMS = typer.Option([], "--param", metavar="NAME=VALUE", help="workload parameter NAME=VALUE, repeatable")
 
 
 @contextlib.contextmanager

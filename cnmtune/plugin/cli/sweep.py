@@ -37,7 +37,7 @@ from cnmtune.wording import counted
 
 def sweep_command(
     kernels: str = typer.Argument(..., help="kernel name(s), comma-separated (va,red,gemv), or a trace-set directory"),
-    param: list[str] = typer.Option([], "--param", help="design parameter NAME=V1,V2,... (repeatable; full factorial "
+    param: list[str] = typer.Option([], "--param", metavar="NAME=V1,V2", help="design parameter NAME=V1,V2,... (repeatable; full factorial "
                                                         f"grid). Names: {parameter_help()}"),
     pipeline: str = typer.Option("O2", "--pipeline", "-p", help="pipeline of the recorded run"),
     tasklets: int | None = typer.Option(None, "--tasklets", "-t", help="NR_TASKLETS (default: workload's)"),

@@ -88,7 +88,7 @@ def tune_command(
     app: Optional[Path] = typer.Option(None, "--app", help="tune the DPU program of this UPMEM application "
                                                            "(PrIM layout, see `cnmtune app`) instead of a kernel"),
     run: str = typer.Option("", "--run", help="with --app: the host program's arguments for every measurement"),
-    var: list[str] = typer.Option([], "--var", "-V", help="with --app: a make variable NAME=VALUE, repeatable"),
+    var: list[str] = typer.Option([], "--var", "-V", metavar="NAME=VALUE", help="with --app: a make variable NAME=VALUE, repeatable"),
 ) -> None:
     """Tune a kernel: compile pipelines x configs, score all with the cost model, then rounds of an
     evolutionary search that run the model's picks and the best run's neighbours and fine-tune the
