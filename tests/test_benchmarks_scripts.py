@@ -151,3 +151,28 @@ def test_validate_sim_and_prim_arith_agree_on_div():
     prim = prim_arith.rows(prim_arith.ELEMENTS, config, types=("INT32",), ops=("DIV",))
     assert validate[0]["elements"] != prim_arith.ELEMENTS
     assert validate[0]["mops"] == pytest.approx(prim[0]["mops"], rel=0.01)
+
+
+# --------------------------------------------------------------------------- tune ablation
+def test_tune_ablation_reads_each_arms_best_run_within_every_budget(tmp_path):
+    out = tmp_path / "ablation.json"
+    result = _run("tune_ablation", "--kernels", "va", "--size", "small", "--dpus", "4", "--budgets", "2,4",
+                  "--arms", "model-static,random,heuristic", "--seeds", "1", "--pipelines", "4", "--json", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "va heuristic:" in result.stdout and "per arm, the geometric mean" in result.stdout
+    data = json.loads(out.read_text())
+    assert list(data["arms"]) == ["model-static", "random", "heuristic"]
+    for arm in data["arms"].values():
+        assert list(arm["kernels"]) == ["va"] and list(arm["geomean"]) == ["2", "4"] and arm["failed"] == 0
+        speedups = [arm["kernels"]["va"][b] for b in ("2", "4")]
+        assert 1.0 <= speedups[0] <= speedups[1] and arm["geomean"]["4"] == pytest.approx(speedups[1])
+    tunes = data["kernels"]["va"]["tunes"]
+    assert list(tunes) == ["model-static", "random:0", "heuristic"]
+    assert all(len(t["times"]) <= 4 and t["finetune"] is None for t in tunes.values())
+    # whichever arm found the best run needed at most the largest budget to come within 2 % of it
+    assert min(t["runs_to_2pct"] or 5 for t in tunes.values()) <= 4
+
+
+def test_tune_ablation_refuses_an_unknown_arm():
+    result = _run("tune_ablation", "--kernels", "va", "--arms", "model,oracle")
+    assert result.returncode == 2 and "unknown arm(s) oracle" in result.stderr

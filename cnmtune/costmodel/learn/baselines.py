@@ -18,6 +18,8 @@ the other two as JSON. scikit-learn and torch (the 'train' extra) are imported w
 from __future__ import annotations
 
 import copy
+import hashlib
+import math
 import os
 import time
 from pathlib import Path
@@ -32,6 +34,10 @@ from cnmtune.costmodel.learn.prediction import Prediction
 from cnmtune.costmodel.learn.samples import TARGETS, SampleSet, input_columns
 from cnmtune.costmodel.learn.scorer import Scorer
 from cnmtune.errors import ModelError
+
+#: The DPU clock of the calibrated simulator (cnmtune.runtime.sim.config), which the cost model
+#: does not import: the static analytical baseline's cycles to seconds.
+DPU_CLOCK_HZ = 350e6
 
 
 class GbtBaseline(CostModel):
@@ -157,6 +163,15 @@ class AnalyticalBaseline(CostModel):
     def schema(self) -> FeatureSchema:
         return fitted_schema(self, self._schema)
 
+    @classmethod
+    def static(cls, schema: FeatureSchema) -> AnalyticalBaseline:
+        """The prior alone, fitted to nothing: its cycles at the DPU clock as the runtime (a speedup
+        of 1 everywhere), the tuner's heuristic without learning."""
+        model = cls()
+        model._schema, model.coef[TARGETS.index("runtime")] = schema, (1.0, -math.log(DPU_CLOCK_HZ))
+        model._configure(input_columns(schema))
+        return model
+
     def _log_total(self, X: np.ndarray) -> np.ndarray:
         with needs_extra():
             import torch
@@ -227,9 +242,13 @@ class RandomBaseline(CostModel):
         return self
 
     def predict(self, X: np.ndarray) -> Prediction:
-        """Seeded random scores, one per row (same seed, same scores)."""
-        rng = np.random.default_rng(self.seed)
-        return Prediction(rng.uniform(-1.0, 1.0, size=(len(X), len(TARGETS))).astype(np.float32), TARGETS)
+        """Seeded random scores, a row's drawn from its own values: the same row (a candidate) scores
+        the same in any batch, and the rows of a later batch are not the earlier batch's draws again."""
+        key = self.seed.to_bytes(8, "little", signed=True)
+        draws = np.array([np.frombuffer(hashlib.blake2b(row.tobytes(), digest_size=8 * len(TARGETS), key=key).digest(),
+                                        dtype="<u8") for row in np.ascontiguousarray(X, dtype=np.float32)],
+                         dtype=np.uint64).reshape(len(X), len(TARGETS))
+        return Prediction((draws / 2.0 ** 64 * 2.0 - 1.0).astype(np.float32), TARGETS)
 
     def update(self, samples: SampleSet, seed: int = 0) -> dict:
         """Nothing to learn from samples (remembers their schema)."""

@@ -77,7 +77,8 @@ def tune_command(
                                            "them *), those -D does not fix"),
     device: str = typer.Option("sim", "--device", help="where to execute: sim, upmem-sim or upmem-hw"),
     sdk_dir: Optional[Path] = typer.Option(None, "--sdk-dir", help="UPMEM SDK directory (upmem-* devices)"),
-    model: Optional[Path] = typer.Option(None, "--model", help="cost model .onnx or 'shipped' (the default)"),
+    model: Optional[Path] = typer.Option(None, "--model", help="cost model .onnx, 'shipped' (the default), or a "
+                                                              "baseline: analytical, random[:SEED]"),
     exhaustive: bool = typer.Option(False, "--exhaustive", help="also run every candidate; report the regret"),
     db: Optional[Path] = typer.Option(None, "--db", help="record everything here; reuse recorded runs"),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="local worker processes (default: all cores)"),

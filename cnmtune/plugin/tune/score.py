@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from cnmtune.costmodel.analysis.schema import FeatureSchema
-from cnmtune.costmodel.learn.cost_model import SHIPPED_MODEL, CostModel, model_path
+from cnmtune.costmodel.learn.baselines import AnalyticalBaseline
+from cnmtune.costmodel.learn.cost_model import SHIPPED_MODEL, CostModel, create, model_path
 from cnmtune.costmodel.learn.cost_model import load_model as load_cost_model
 from cnmtune.costmodel.learn.metrics import mape
 from cnmtune.costmodel.learn.samples import input_matrix, runtime_samples
@@ -21,9 +22,24 @@ from cnmtune.plugin.tune.report import Candidate
 ADAPT_EPOCHS = 100
 
 
+#: Models without learning that --model names instead of a file (the ablation's baselines): the
+#: static analytical prior, seeded random scores ('random:SEED'). The tuner never adapts them.
+BASELINES = ("analytical", "random")
+
+
 def load_model(model: str | None, schema: FeatureSchema) -> tuple[Path, CostModel]:
-    """The cost model at `model`, a file or 'shipped' (the default), checked against `schema`."""
-    path = model_path(model or SHIPPED_MODEL, "pass --model M.onnx (see `cnmtune model train`)")
+    """The cost model `model` names: a file, 'shipped' (the default), or a baseline of BASELINES
+    ('analytical', 'random' or 'random:SEED'), checked against `schema`."""
+    kind, colon, seed = (model or "").partition(":")
+    if kind in BASELINES and not Path(model).is_file():
+        if kind == "analytical" and not colon:
+            return Path(model), AnalyticalBaseline.static(schema)
+        if kind == "random" and (not colon or seed.isdigit()):
+            return Path(model), create("random", seed=int(seed or 0))
+        raise ModelError(f"cost model {model!r}: the baselines are 'analytical', 'random' and 'random:SEED' "
+                         "(SEED a non-negative integer)")
+    path = model_path(model or SHIPPED_MODEL, "pass --model M.onnx (see `cnmtune model train`), analytical "
+                                               "or random[:SEED]")
     return path, load_cost_model(path, expect_schema_hash=schema.hash)
 
 

@@ -22,7 +22,8 @@ the binary's features. The search:
   predicted objective;
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
-  again; a model without its checkpoint is used as it is, and the report says so.
+  again; a model without its checkpoint is used as it is, and the report says so; the baselines
+  (``model`` 'analytical' or 'random[:SEED]', cnmtune.plugin.tune.score) learn nothing.
 The rounds stop at ``rounds``, after three rounds that did not improve the best run by 0.5 %, when
 nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent.
 On the simulator from SCREEN_FROM (16) DPUs on (``screen``), the search's runs are screening
@@ -73,7 +74,7 @@ from cnmtune.plugin.tune.measure import InProcessMeasurer, Measurer, PooledMeasu
 from cnmtune.plugin.tune.moves import Point, crossovers, neighbours, tuned_defines
 from cnmtune.plugin.tune.record import MeasureCallback, RecordInStore
 from cnmtune.plugin.tune.report import Candidate, TuneReport
-from cnmtune.plugin.tune.score import adapt, load_model, predict
+from cnmtune.plugin.tune.score import BASELINES, adapt, load_model, predict
 from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, Defines, Grid, Space, search_space, valid_grid
 from cnmtune.plugin.tune.transfers import TransferEstimates
 from cnmtune.runtime.executor import Executor
@@ -172,7 +173,9 @@ class _Search:
         self.built: set[tuple[str, Defines, int]] = set()  # (pipeline, tuned, tasklets) compiled or failed
         self.run: list[Candidate] = []  # every candidate measured, in order
         self.default: Candidate | None = None
-        self.not_adapted = "" if spec.adapt else "adaptation off"
+        # a baseline has nothing to fine-tune: as with adaptation off, and no warning
+        self.adapts = spec.adapt and self.model.kind not in BASELINES
+        self.not_adapted = "" if self.adapts else "adaptation off"
         self.last_adaptation: dict = {}
 
     def step_progress(self, phase: str, done: int, total: int | None) -> None:
@@ -458,7 +461,7 @@ def _batch(search: _Search, explore: dict[str, list[Candidate]]) -> tuple[list[C
 def _adaptation(search: _Search) -> dict | None:
     """What fine-tuning did over the rounds, for the report: the last adaptation, or why none ran."""
     rounds = [s for s in search.stages if s.get("adapted_on")]
-    if search.not_adapted and search.spec.adapt:
+    if search.not_adapted and search.adapts:
         return {"skipped": search.not_adapted}
     if not rounds:
         return None

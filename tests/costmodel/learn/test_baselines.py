@@ -33,3 +33,8 @@ def test_random_ranking_is_seeded_and_uninformative(splits):
     a, b = RandomBaseline(1).predict(test_set.X), RandomBaseline(1).predict(test_set.X)
     np.testing.assert_array_equal(a.log_targets, b.log_targets)
     assert abs(evaluate(test_set, a)["all"]["tau"]) < 0.3
+    # a row scores the same in any batch (a tuner scores its candidates in batches), another seed differently
+    tail = RandomBaseline(1).predict(test_set.X[5:]).log_targets
+    np.testing.assert_array_equal(tail, a.log_targets[5:])
+    assert not np.array_equal(tail, a.log_targets[:-5])
+    assert not np.array_equal(RandomBaseline(2).predict(test_set.X).log_targets, a.log_targets)

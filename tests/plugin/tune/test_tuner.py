@@ -125,6 +125,21 @@ def test_missing_model_is_one_clear_error(tmp_path):
         tune(TuneSpec("va", size="small", model=str(tmp_path / "nope.onnx")), InlineExecutor())
 
 
+@pytest.mark.parametrize("baseline", ["analytical", "random:3"])
+def test_a_baseline_model_ranks_the_candidates_and_is_never_adapted(baseline):
+    spec = TuneSpec("va", size="small", pipelines=4, top_k=2, rounds=2, model=baseline, **GRID)
+    report = tune(spec, InlineExecutor())
+    assert report.chosen is not None and len(report.runs) > 1
+    assert report.finetune is None and all(s["adapted_on"] is None for s in report.stages)  # no warning
+    predicted = [c.predicted_s for c in report.runs]
+    assert all(p > 0 for p in predicted) and len(set(predicted)) > 1
+
+
+def test_a_baseline_name_with_a_bad_seed_is_one_clear_error():
+    with pytest.raises(ModelError, match="'random:x'.*'random:SEED'"):
+        tune(TuneSpec("va", size="small", model="random:x"), InlineExecutor())
+
+
 def test_cli_tune_json(model):
     result = subprocess.run(
         [sys.executable, "-m", "cnmtune", "tune", "va", "--size", "small", "--pipelines", "6", "--dpus", "2",
