@@ -184,6 +184,11 @@ class Workload:
         program) runs about three times as long. A run checks it against the device's count."""
         return 1
 
+    def part_per_dpu(self, multiple: int = 1) -> int:
+        """Elements a DPU gets when the size is split evenly: ceil(size / DPUs), rounded up to a
+        multiple of `multiple` (whole 8-byte words, whole blocks)."""
+        return -(-(-(-self.size // self.nr_dpus)) // multiple) * multiple
+
     def processed_size(self) -> int:
         """The problem size the DPUs process in one run, in the size's unit: the nominal size
         after the host's padding or rounding (the nominal size unless the workload says otherwise).

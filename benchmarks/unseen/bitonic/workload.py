@@ -43,7 +43,7 @@ class BitonicRuns(Workload):
     @property
     def per_dpu(self) -> int:
         """Elements per DPU: ceil(size / DPUs) rounded up to whole runs."""
-        return -(-(-(-self.size // self.nr_dpus)) // RUN) * RUN
+        return self.part_per_dpu(RUN)
 
     def processed_size(self):
         """Every DPU sorts its whole padded part."""

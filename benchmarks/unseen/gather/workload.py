@@ -51,8 +51,7 @@ class Gather(Workload):
     @property
     def per_dpu(self) -> int:
         """Indices per DPU: ceil(size / DPUs), rounded up to whole 8-byte words."""
-        per_dpu = -(-self.size // self.nr_dpus)
-        return per_dpu + per_dpu % 2
+        return self.part_per_dpu(2)
 
     def processed_size(self):
         """Every DPU gathers its whole padded part."""

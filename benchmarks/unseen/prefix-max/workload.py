@@ -43,8 +43,7 @@ class PrefixMax(Workload):
     @property
     def per_dpu(self) -> int:
         """Elements per DPU: ceil(size / DPUs) rounded up to NR_TASKLETS blocks of 2^BL bytes."""
-        unit = self.tasklets * ((1 << int(self.config["BL"])) // 4)
-        return -(-(-(-self.size // self.nr_dpus)) // unit) * unit
+        return self.part_per_dpu(self.tasklets * ((1 << int(self.config["BL"])) // 4))
 
     def processed_size(self):
         """Every DPU scans its whole padded part."""

@@ -43,8 +43,7 @@ class Stencil(Workload):
     @property
     def per_dpu(self) -> int:
         """Elements per DPU: ceil(size / DPUs), rounded up to whole 8-byte words."""
-        per_dpu = -(-self.size // self.nr_dpus)
-        return per_dpu + per_dpu % 2
+        return self.part_per_dpu(2)
 
     def processed_size(self):
         """Every DPU smooths its whole padded part."""
