@@ -58,6 +58,12 @@ def test_ctrl_c_ends_a_tune_in_one_line_with_exit_code_130(random_model):
     try:
         first = process.stderr.readline()
         assert first.startswith("compile: "), first + process.stderr.read()
+        # Ctrl-C once the search runs: the workers are up (a worker still starting when the signal
+        # comes can die of it before it ignores SIGINT; the pool then replaces it: a known race)
+        line = first
+        while line and not line.startswith("round 1: "):
+            line = process.stderr.readline()
+        assert line, "the tune ended before its first round"
         os.killpg(process.pid, signal.SIGINT)
         rest = process.stderr.read()
         assert process.wait(timeout=60) == 130, rest
