@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 import typer
-from rich.table import Table
 
+from cnmtune.display import Table
 from cnmtune.errors import UsageError
 from cnmtune.plugin.cli.output import console, emit_json
 from cnmtune.runtime.toolchain.cache import MAX_BYTES_ENV, TUNING_FILE, BuildCache, kinds_record, usage_by_kind
