@@ -35,10 +35,6 @@ from cnmtune.costmodel.learn.samples import TARGETS, SampleSet, input_columns
 from cnmtune.costmodel.learn.scorer import Scorer
 from cnmtune.errors import ModelError
 
-#: The DPU clock of the calibrated simulator (cnmtune.runtime.sim.config), which the cost model
-#: does not import: the static analytical baseline's cycles to seconds.
-DPU_CLOCK_HZ = 350e6
-
 
 class GbtBaseline(CostModel):
     """One HistGradientBoostingRegressor per log target on the raw input columns."""
@@ -167,8 +163,11 @@ class AnalyticalBaseline(CostModel):
     def static(cls, schema: FeatureSchema) -> AnalyticalBaseline:
         """The prior alone, fitted to nothing: its cycles at the DPU clock as the runtime (a speedup
         of 1 everywhere), the tuner's heuristic without learning."""
+        from cnmtune.runtime.sim.config import DpuConfig  # the clock the prior's cycles run at
+
         model = cls()
-        model._schema, model.coef[TARGETS.index("runtime")] = schema, (1.0, -math.log(DPU_CLOCK_HZ))
+        clock_hz = DpuConfig.calibrated().frequency_hz
+        model._schema, model.coef[TARGETS.index("runtime")] = schema, (1.0, -math.log(clock_hz))
         model._configure(input_columns(schema))
         return model
 
