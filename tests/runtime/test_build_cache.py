@@ -41,7 +41,7 @@ def test_the_bound_evicts_the_least_recently_used_entries(tmp_path, monkeypatch)
         cache.put("elf", _key(i), ".elf", bytes(KB))
         os.utime(cache.path("elf", _key(i), ".elf"), (long_ago + i, long_ago + i))
     assert cache.get("elf", _key(0), ".elf") == bytes(KB)  # a use: elf 0 is now the most recent
-    assert (tmp_path / USAGE_FILE).read_text() == str(8 * KB)  # counted, not scanned (9 kB on disk)
+    assert int((tmp_path / USAGE_FILE).read_text()) == 8 * KB  # counted, not scanned (9 kB on disk)
     for i in range(7, 10):  # the third: 11 kB counted > 10 kB, 12 kB scanned, down to 9 kB, the oldest first
         cache.put("obj", _key(i), ".o", bytes(KB))
     kept = {(e.kind, e.path.name) for e in cache.entries()}
@@ -62,7 +62,7 @@ def test_clean_all_old_or_down_to_the_bound(tmp_path, monkeypatch):
     assert [e.path.name for e in cache.clean(to_bound=True)] == [f"{_key(2)}.ll"]
     assert len(cache.clean()) == 1 and cache.entries() == [] and cache.info().bytes == 0
     assert (tmp_path / "tuning.sqlite").read_bytes() == b"results" and cache.info().tuning_bytes == 7
-    assert (tmp_path / USAGE_FILE).read_text() == "0"
+    assert int((tmp_path / USAGE_FILE).read_text()) == 0
 
 
 def test_a_scan_takes_only_cnmtune_entries_and_old_leftovers(tmp_path):

@@ -24,7 +24,7 @@ from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
 from cnmtune.costmodel.analysis.dpu_facts import dpu_loop_facts
 from cnmtune.costmodel.analysis.dpu_program import decode_dpu, dpu_call_sites, dpu_cfgs
 from cnmtune.costmodel.analysis.elf import EM_DPU, ElfImage, elf_machine, load_dpu_elf, load_elf, read_source
-from cnmtune.costmodel.analysis.lowering import lower
+from cnmtune.costmodel.analysis.lowering import lowered_elf
 from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, SOFTLIB, Function
 from cnmtune.costmodel.analysis.rv32_facts import rv32_loop_facts
 from cnmtune.costmodel.analysis.rv32_program import decode_rv32
@@ -116,11 +116,10 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
     + runtime as on the proxy: zig's soft arithmetic is not the SDK's, so it stays apart.
     Services are runtime calls, as in the proxy schema; there are no ecall counts.
     """
-    program = decode_rv32(image)
-    depth, cfgs = loop_depths(program)
+    lowered = lowered_elf(image)
+    program, depth, cfgs, rv32_sites, low = (lowered.program, lowered.depth, lowered.cfgs, lowered.sites,
+                                             lowered.lowering)
     power, scale = program_factors(rv32_loop_facts(program), program.functions, cfgs)
-    rv32_sites = call_sites(program, cfgs)
-    low = lower(program, cfgs, rv32_sites)
     counts = low.slots.astype(np.int64)
     start = np.concatenate(([0], np.cumsum(counts)))  # rv32i word -> its first DPU instruction
     mnemonics = [m for i in range(len(counts)) for m in low.dpu_instructions(i)]

@@ -24,7 +24,9 @@ many as the DPU's sub + subc with a condition.
 
 from __future__ import annotations
 
-from collections import Counter
+import hashlib
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +39,7 @@ from cnmtune.costmodel.analysis.liveness import RA, block_ranges, register_flow
 from cnmtune.costmodel.analysis.lowering_rules import RULES
 from cnmtune.costmodel.analysis.rv32_isa import (OP_AUIPC, OP_BRANCH, OP_IMM, OP_JAL, OP_JALR, OP_LOAD, OP_LUI,
                                                  OP_REG, OP_STORE)
-from cnmtune.costmodel.analysis.elf import load_elf
+from cnmtune.costmodel.analysis.elf import ElfImage, load_elf
 from cnmtune.costmodel.analysis.program import KERNEL, RUNTIME
 from cnmtune.costmodel.analysis.rv32_program import Program, decode_rv32
 from cnmtune.dpu.slots import DpuSlots
@@ -85,7 +87,7 @@ class Lowering:
 
 
 def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None,
-          sites: list[CallSite] | None = None) -> Lowering:
+          sites: Sequence[CallSite] | None = None) -> Lowering:
     """Lower every instruction of ``program`` (its functions' CFGs: ``cfgs``, and its
     ``call_sites(program, cfgs)``: ``sites``; each computed if absent)."""
     if cfgs is None:
@@ -250,12 +252,49 @@ def _apply(rule: str, members: tuple[int, ...], slots: np.ndarray, rules: list[s
         rules[index] = rule
 
 
+@dataclass(frozen=True)
+class LoweredElf:
+    """A proxy ELF decoded and lowered: its program, loop depths, CFGs, call sites and lowering
+    (what the simulator's charges, the IRAM rule and the cost model's features all read)."""
+
+    program: Program
+    depth: np.ndarray
+    cfgs: tuple[FunctionCfg, ...]
+    sites: tuple[CallSite, ...]
+    lowering: Lowering
+
+
+_LOWERED_KEEP = 8  # ELFs whose lowering is kept: a compile lowers its ELF for the IRAM rule, the
+_lowered: OrderedDict[str, LoweredElf] = OrderedDict()  # features read it again just after
+_lowered_lock = threading.Lock()
+
+
+def lowered_elf(image: ElfImage) -> LoweredElf:
+    """Decode and lower a proxy ELF, once per content for the last few ELFs (read-only arrays)."""
+    digest = hashlib.sha256(image.data).hexdigest()
+    with _lowered_lock:
+        if (hit := _lowered.get(digest)) is not None:
+            _lowered.move_to_end(digest)
+            return hit
+    program = decode_rv32(image)
+    depth, cfgs = loop_depths(program)
+    sites = tuple(call_sites(program, cfgs))
+    result = LoweredElf(program, depth, cfgs, sites, lower(program, cfgs, sites))
+    for array in (depth, result.lowering.slots):
+        array.setflags(write=False)
+    with _lowered_lock:
+        _lowered[digest] = result
+        while len(_lowered) > _LOWERED_KEEP:
+            _lowered.popitem(last=False)
+    return result
+
+
 def dpu_slots(source: str | Path | bytes, name: str | None = None) -> DpuSlots:
     """The value the simulator charges and the IRAM rule counts: per .text word, its lowered DPU
     instructions, and the lowered DPU instructions of kernel + runtime."""
-    program = decode_rv32(load_elf(source, name))
-    low = lower(program)
-    return DpuSlots(weights=low.slots, iram_instructions=int(low.slots[_masks(program)[1]].sum()))
+    lowered = lowered_elf(load_elf(source, name))
+    slots = lowered.lowering.slots
+    return DpuSlots(weights=slots, iram_instructions=int(slots[_masks(lowered.program)[1]].sum()))
 
 
 def _masks(program: Program) -> tuple[np.ndarray, np.ndarray]:
@@ -268,8 +307,8 @@ def _masks(program: Program) -> tuple[np.ndarray, np.ndarray]:
 def lowered_summary(source: str | Path | bytes, name: str | None = None) -> dict:
     """A proxy ELF as DPU code: rv32i and lowered DPU instruction counts of the kernel and of
     IRAM (kernel + runtime), the kernel's DPU-mnemonic histogram and how often each rule applied."""
-    program = decode_rv32(load_elf(source, name))
-    low = lower(program)
+    lowered = lowered_elf(load_elf(source, name))
+    program, low = lowered.program, lowered.lowering
     kernel, iram = _masks(program)
     return {"kernel_rv32_instructions": int(kernel.sum()), "kernel_dpu_instructions": int(low.slots[kernel].sum()),
             "iram_rv32_instructions": int(iram.sum()), "iram_dpu_instructions": int(low.slots[iram].sum()),

@@ -220,9 +220,12 @@ class ProxyToolchain(Toolchain):
         """Stage 4's `zig ld.lld` command line: cnmtune's linker script, the tasklet symbols, the
         objects (then `extra`, e.g. -L/-l), cnmtune's DPU runtime and zig's compiler_rt."""
         # --discard-locals drops assembler temporaries (.L*), as the UPMEM SDK link does;
-        # compiler_rt alone would leave ~5,000 of them in .symtab.
+        # compiler_rt alone would leave ~5,000 of them in .symtab. One linker thread: a link of
+        # va took a median 24 ms with lld's thread pool, 21 ms without (2 cores, 2026-11-28); the
+        # output is the same bytes, and callers already run a link per core.
         return [
-            "ld.lld", "-m", "elf32lriscv", "-static", "--gc-sections", "--strip-debug", "--discard-locals",
+            "ld.lld", "--threads=1", "-m", "elf32lriscv", "-static", "--gc-sections", "--strip-debug",
+            "--discard-locals",
             "-T", str(LINKER_SCRIPT), f"--defsym=NR_TASKLETS={nr_tasklets}",
             f"--defsym=STACK_SIZE_DEFAULT={stack_size}", "-o", str(output),
             *map(str, objects), *extra, *map(str, self.runtime_objects()), str(zig.compiler_rt_archive()),

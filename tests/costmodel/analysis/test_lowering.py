@@ -14,7 +14,7 @@ import pytest
 from cnmtune.costmodel.analysis.cfg import loop_depths
 from cnmtune.costmodel.analysis.elf import load_elf
 from cnmtune.costmodel.analysis.features import extract_features
-from cnmtune.costmodel.analysis.lowering import LOWERING_VERSION, lower, lowered_summary
+from cnmtune.costmodel.analysis.lowering import LOWERING_VERSION, lower, lowered_elf, lowered_summary
 from cnmtune.costmodel.analysis.schema import DPU_SCHEMA_VERSION, dpu_schema
 from cnmtune.costmodel.analysis.lowering_rules import RULES
 from cnmtune.costmodel.analysis.rv32_program import decode_rv32
@@ -260,3 +260,17 @@ def test_an_or_of_overlapping_shifts_is_not_joined():
     """x << 4 | y >> 4 overlap in bits 4..27: or is not add, so no shift-and-add."""
     _, low = lowered([("slli", "t0", "a1", 4), ("srli", "a0", "a0", 4), ("or", "a0", "a0", "t0"), ("ret",)])
     assert slots(low, 0, 3) == [1, 1, 1]
+
+
+def test_an_elf_is_lowered_once_for_its_iram_check_and_its_features(toolchain):
+    """The compile's IRAM rule and the features read one lowering of the same ELF content (read
+    only, so neither reader can change what the other sees); another ELF is lowered on its own."""
+    binary = toolchain.compile(Variant.of(Kernel.load(ARITH), "O2", 16, {"INT32": None, "MUL": None}))
+    image = load_elf(binary.elf_path)
+    first = lowered_elf(image)
+    assert lowered_elf(load_elf(binary.elf_path.read_bytes())) is first
+    assert not first.lowering.slots.flags.writeable and not first.depth.flags.writeable
+    fresh = lower(decode_rv32(image))
+    assert np.array_equal(first.lowering.slots, fresh.slots) and first.lowering.rules == fresh.rules
+    other = toolchain.compile(Variant.of(Kernel.load(ARITH), "O2", 16, {"INT32": None, "ADD": None}))
+    assert lowered_elf(load_elf(other.elf_path)) is not first
