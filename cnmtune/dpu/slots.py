@@ -18,8 +18,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is not imported for an annotation: a knob process starts without it
+    import numpy as np
 
 
 @dataclass(frozen=True, eq=False)

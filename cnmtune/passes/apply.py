@@ -43,3 +43,11 @@ def apply_pipeline(module: llvm.ModuleRef, pipeline: Pipeline, target_machine: l
         for name in pipeline.passes:
             getattr(manager, BY_NAME[name].adder)()
     manager.run(module, builder)
+
+
+def optimize_ir(ir: str, pipeline: Pipeline, target_machine: llvm.TargetMachine) -> llvm.ModuleRef:
+    """Parse textual IR, run `pipeline` on it (apply_pipeline's rule on knobs holds) and verify the result."""
+    module = llvm.parse_assembly(ir)
+    apply_pipeline(module, pipeline, target_machine)
+    module.verify()
+    return module

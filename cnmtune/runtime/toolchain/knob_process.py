@@ -2,49 +2,28 @@
 
 LLVM options cannot be unset once given (cnmtune.passes.knobs), so the proxy toolchain never
 sets a knob in its own process: a pipeline with knobs is optimised by a child Python process
-started with exactly that knob set (cnmtune.runtime.toolchain.knob_server), which reads (IR,
-pipeline) requests on stdin and answers with the optimised module's bitcode on stdout. A plain
-subprocess, not multiprocessing: Dask's worker processes are daemonic and may not start
-multiprocessing children. The child ignores Ctrl-C from its first instruction (SIGINT reaches the
-whole process group; its parent stops, and the child ends when its stdin closes).
-
-Wire format, both directions: 4-byte little-endian length, then that many bytes. A request is
-two messages (IR text, pipeline text); an answer is one message whose first byte is 0 (bitcode
-follows) or 1 (the error's text follows).
+started with exactly that knob set (its program and the wire format: cnmtune.passes.knob_server),
+which reads (IR, pipeline) requests on stdin and answers with the optimised module's bitcode on
+stdout. A plain subprocess, not multiprocessing: Dask's worker processes are daemonic and may not
+start multiprocessing children. The child ignores Ctrl-C from its first instruction (SIGINT
+reaches the whole process group; its parent stops, and the child ends when its stdin closes).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import struct
 import subprocess
 import sys
 import threading
-from typing import BinaryIO
 
 from cnmtune.errors import CompileError
+from cnmtune.passes.knob_server import receive, send
 from cnmtune.passes.knobs import knobs_text
 
-_LENGTH = struct.Struct("<I")
 # the child's program: SIGINT ignored before the imports, which take a while
 _SERVE = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-          "from cnmtune.runtime.toolchain.knob_server import serve; serve()")
-
-
-def send(stream: BinaryIO, payload: bytes) -> None:
-    """Write one message (length, then bytes)."""
-    stream.write(_LENGTH.pack(len(payload)) + payload)
-
-
-def receive(stream: BinaryIO) -> bytes | None:
-    """Read one message; None at the end of the stream."""
-    header = stream.read(_LENGTH.size)
-    if len(header) < _LENGTH.size:
-        return None
-    size = _LENGTH.unpack(header)[0]
-    payload = stream.read(size)
-    return payload if len(payload) == size else None  # cut short: the writer died
+          "from cnmtune.passes.knob_server import serve; serve()")
 
 
 class KnobProcess:

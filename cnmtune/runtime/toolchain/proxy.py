@@ -23,8 +23,10 @@ import llvmlite.binding as llvm
 
 from cnmtune.dpu.memory_map import INCLUDE_DIR, LINKER_SCRIPT, RUNTIME_DIR
 from cnmtune.errors import CompileError, LinkError
-from cnmtune.passes import Pipeline, apply_pipeline
+from cnmtune.passes import Pipeline
+from cnmtune.passes.apply import optimize_ir
 from cnmtune.passes.knobs import process_knobs
+from cnmtune.passes.target import rv32_target_machine
 from cnmtune.runtime.toolchain import zig
 from cnmtune.runtime.toolchain.base import Binary, Toolchain, Variant
 from cnmtune.runtime.toolchain.cache import BuildCache, content_key
@@ -56,13 +58,6 @@ IR_FLAGS: tuple[str, ...] = ("-O2", "-Xclang", "-disable-llvm-passes")
 IR_TAG = "irO2"  # names IR_FLAGS in toolchain identities: ELFs of another front end are not reused
 EMITS: tuple[str, ...] = ("obj", "asm", "llvm-bc", "llvm-ll")
 _ZIG_NOISE = "argument unused during compilation"
-
-
-@functools.lru_cache(maxsize=1)
-def _target_machine_factory():
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    return llvm.Target.from_triple("riscv32-unknown-elf")
 
 
 @functools.lru_cache(maxsize=1)
@@ -123,10 +118,7 @@ class ProxyToolchain(Toolchain):
     def target_machine(self) -> llvm.TargetMachine:
         """The rv32i target machine (ilp32, static relocation) used for passes and codegen."""
         if self._target_machine is None:
-            self._target_machine = _target_machine_factory().create_target_machine(
-                cpu="generic-rv32", features="", opt=self.codegen_level, reloc="static",
-                codemodel="small", abiname="ilp32",
-            )  # small = medlow: direct calls and lui/addi addresses, not llvmlite's constant pools
+            self._target_machine = rv32_target_machine(self.codegen_level)
         return self._target_machine
 
     def compile(self, variant: Variant) -> Binary:
@@ -172,11 +164,9 @@ class ProxyToolchain(Toolchain):
         knobs in the process kept for its knob set, cnmtune.passes.knobs)."""
         if pipeline.knobs != process_knobs():
             module = llvm.parse_bitcode(knob_process(pipeline.knobs, self.codegen_level).optimize(ir, pipeline.text))
-        else:
-            module = llvm.parse_assembly(ir)
-            apply_pipeline(module, pipeline, self.target_machine())
-        module.verify()
-        return module
+            module.verify()
+            return module
+        return optimize_ir(ir, pipeline, self.target_machine())
 
     def codegen(self, module: llvm.ModuleRef, emit: str = "obj") -> bytes:
         """Stage 3: the optimised module as an rv32i object ('obj'), assembly ('asm'), bitcode
