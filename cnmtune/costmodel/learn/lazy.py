@@ -8,6 +8,8 @@ a bare ModuleNotFoundError.
 
 from __future__ import annotations
 
+import importlib
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,3 +26,16 @@ def needs_extra() -> Iterator[None]:
         if error is None:
             raise
         raise error from None
+
+
+def preload(module: str) -> None:
+    """Import an optional heavy module (torch: ~3 s) in a background thread, e.g. while a tune
+    compiles, so that its first use does not wait for it; nothing happens if it is not installed
+    (its first use reports that). Not a daemon thread: the process never exits mid-import."""
+    def load() -> None:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+    threading.Thread(target=load, name=f"preload-{module}").start()

@@ -67,6 +67,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cnmtune.costmodel import model_schema
+from cnmtune.costmodel.learn.lazy import preload
 from cnmtune.costmodel.learn.metrics import kendall_tau, mape
 from cnmtune.errors import CnmtuneError, MissingExtra, ModelError
 from cnmtune.plugin.tune.build import BuildRequest, build, candidates_of
@@ -177,6 +178,8 @@ class _Search:
         self.adapts = spec.adapt and self.model.kind not in BASELINES
         self.not_adapted = "" if self.adapts else "adaptation off"
         self.last_adaptation: dict = {}
+        if self.adapts:  # the first fine-tuning comes after the compiles: torch loads meanwhile
+            preload("torch")
 
     def step_progress(self, phase: str, done: int, total: int | None) -> None:
         """Progress of one phase of the step under way, named after the step ('round 2: run')."""

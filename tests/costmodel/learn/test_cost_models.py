@@ -222,3 +222,13 @@ def test_a_model_of_the_proxy_schema_is_refused_with_the_way_to_a_current_one():
     with pytest.raises(SchemaMismatch, match=r"reads feature schema proxy-5 .*omit --model.*cnmtune model train"):
         check_schema("old.onnx", default_schema(), model_schema().hash)
     check_schema("current.onnx", model_schema(), model_schema().hash)  # accepted
+
+
+def test_preload_imports_a_module_in_the_background_and_ignores_a_missing_one():
+    """A tune loads torch while it compiles; a module that is not installed is left to its first use."""
+    probe = ("import sys, threading; from cnmtune.costmodel.learn.lazy import preload; "
+             "preload('torch'); preload('no_such_module_cnmtune'); "
+             "[t.join() for t in threading.enumerate() if t.name.startswith('preload-')]; "
+             "print('torch' in sys.modules, 'no_such_module_cnmtune' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stdout.strip(), result.stderr) == (0, "True False", "")
