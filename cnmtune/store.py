@@ -273,6 +273,11 @@ class Store:
             raise StoreError(f"{self.path}: {_why(self.path, exc)}") from exc
 
     @property
+    def connection(self) -> sqlite3.Connection:
+        """The open connection, for the store's companion modules (store_retimes); write inside batch()."""
+        return self._conn
+
+    @property
     def version(self) -> int:
         """Schema version of the open file."""
         return self._conn.execute("PRAGMA user_version").fetchone()[0]

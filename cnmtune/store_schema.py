@@ -61,5 +61,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP TABLE runs",
         "ALTER TABLE runs_5 RENAME TO runs",
     ),
+    (  # 6: training data of the PerfVec design model (store_retimes.py): sampled designs, recorded
+        # runs (trace sets), and each run's exact re-timing under each design
+        ("CREATE TABLE designs (hash TEXT PRIMARY KEY, seed INTEGER NOT NULL, idx INTEGER NOT NULL,"
+         " config TEXT NOT NULL)"),
+        ("CREATE TABLE trace_sets (unit TEXT PRIMARY KEY, kernel TEXT NOT NULL, pipeline TEXT NOT NULL,"
+         " tasklets INTEGER NOT NULL, defines TEXT NOT NULL, dpus INTEGER NOT NULL, size INTEGER NOT NULL,"
+         " seed INTEGER NOT NULL, status TEXT NOT NULL, error TEXT NOT NULL DEFAULT '', directory TEXT,"
+         " launches INTEGER, seconds REAL NOT NULL DEFAULT 0)"),
+        ("CREATE TABLE retimes (unit TEXT NOT NULL REFERENCES trace_sets(unit),"
+         " design_hash TEXT NOT NULL REFERENCES designs(hash), status TEXT NOT NULL, cycles INTEGER,"
+         " kernel_seconds REAL, transfer_seconds REAL, error TEXT NOT NULL DEFAULT '',"
+         " seconds REAL NOT NULL DEFAULT 0, PRIMARY KEY (unit, design_hash))"),
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -73,7 +73,8 @@ def kernel_of(kernel_dir: str) -> Kernel:
     return Kernel.load(kernel_dir)
 
 
-def _status(exc: CnmtuneError) -> Status:
+def status_of(exc: CnmtuneError) -> Status:
+    """The status a failed compile or run is stored with."""
     for kind, status in ((IramOverflow, Status.IRAM_OVERFLOW), (WramOverflow, Status.WRAM_OVERFLOW),
                          (CompileError, Status.COMPILE_ERROR), (SimTimeout, Status.TIMEOUT),
                          (SimFault, Status.FAULT), (VerificationError, Status.WRONG_RESULT)):
@@ -97,7 +98,7 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
             vector = model_features(binary.elf_path).vector(schema)
         except CnmtuneError as exc:
             out.append(CompileResult(CompileRecord(
-                kernel.name, job.pipeline, key, tasklets, None, _status(exc), str(exc),
+                kernel.name, job.pipeline, key, tasklets, None, status_of(exc), str(exc),
                 time.perf_counter() - start), None))
             continue
         out.append(CompileResult(
@@ -141,7 +142,7 @@ def run_job(job: RunJob) -> list[RunRecord]:
         try:
             result = target.run_binary(binary, dpus, size, job.input_seed, dict(job.params))
         except CnmtuneError as exc:
-            out.append(failed(_status(exc), str(exc), start))
+            out.append(failed(status_of(exc), str(exc), start))
             continue
         out.append(RunRecord(elf_hash=job.elf_hash, dpus=dpus, tasklets=job.tasklets, size=size,
                              config_hash=config_hash, status=Status.OK, cycles=result.cycles,

@@ -58,7 +58,8 @@ class FinetuneResult:
 
 
 @contextmanager
-def _threads(count: int | None) -> Iterator[None]:
+def torch_threads(count: int | None) -> Iterator[None]:
+    """torch runs on `count` threads inside the block (None: as it was), then as before."""
     previous = torch.get_num_threads()
     if count is not None:
         torch.set_num_threads(count)
@@ -138,7 +139,7 @@ def train(config: L2PConfig, train_set: SampleSet, val_set: SampleSet, *, epochs
     if train_set.columns != val_set.columns:
         raise CnmtuneError("training and validation samples have different input columns")
     start = time.perf_counter()
-    with _threads(threads):
+    with torch_threads(threads):
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         model = L2PModel(train_set.X.shape[1], config, columns=train_set.columns)
@@ -148,7 +149,7 @@ def train(config: L2PConfig, train_set: SampleSet, val_set: SampleSet, *, epochs
             optimizer, factor=lr_factor, patience=lr_patience, min_lr=min_lr)
         train_losses: list[float] = []
         val_losses: list[float] = []
-        best, best_epoch, best_state = float("inf"), -1, None
+        stop = EarlyStopping(model, patience)
         for epoch in range(epochs):
             train_losses.append(_epoch(model, train_set, optimizer, batch_size, rng))
             val_losses.append(_loss(model, val_set))
@@ -156,14 +157,32 @@ def train(config: L2PConfig, train_set: SampleSet, val_set: SampleSet, *, epochs
                 scheduler.step(val_losses[-1])
             if on_epoch is not None:
                 on_epoch(epoch, train_losses[-1], val_losses[-1])
-            if val_losses[-1] < best:
-                best, best_epoch = val_losses[-1], epoch
-                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            elif epoch - best_epoch >= patience:
+            if stop.after(epoch, val_losses[-1]):
                 break
-        if best_state is not None:
-            model.load_state_dict(best_state)
-    return TrainResult(model.eval(), train_losses, val_losses, best_epoch, time.perf_counter() - start)
+        stop.restore_best()
+    return TrainResult(model.eval(), train_losses, val_losses, stop.best_epoch, time.perf_counter() - start)
+
+
+class EarlyStopping:
+    """Early stopping on a validation loss: keeps the best epoch's weights of `model` and says when
+    `patience` epochs have passed without a better loss."""
+
+    def __init__(self, model: torch.nn.Module, patience: int):
+        self.model, self.patience = model, patience
+        self.best, self.best_epoch, self._state = float("inf"), -1, None
+
+    def after(self, epoch: int, val_loss: float) -> bool:
+        """Note the epoch's validation loss; True when training should stop."""
+        if val_loss < self.best:
+            self.best, self.best_epoch = val_loss, epoch
+            self._state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            return False
+        return epoch - self.best_epoch >= self.patience
+
+    def restore_best(self) -> None:
+        """Load the best epoch's weights back into the model (if any epoch ran)."""
+        if self._state is not None:
+            self.model.load_state_dict(self._state)
 
 
 def finetune(model: L2PModel, samples: SampleSet, fraction: float = 0.01, freeze: int = TRANSFER_FROZEN,
@@ -184,7 +203,7 @@ def finetune(model: L2PModel, samples: SampleSet, fraction: float = 0.01, freeze
     tuned, losses = finetune_on(model, tuned_on, freeze, seed, epochs=epochs, batch_size=batch_size, lr=lr,
                                 weight_decay=weight_decay, threads=threads, fixed_statistics=fixed_statistics,
                                 dropout=dropout)
-    with _threads(threads):
+    with torch_threads(threads):
         metrics = evaluate(rest, predict(tuned, rest.X), k)
     return FinetuneResult(tuned, losses, tuned_on, rest, metrics, time.perf_counter() - start)
 
@@ -203,7 +222,7 @@ def finetune_on(model: L2PModel, samples: SampleSet, freeze: int = TRANSFER_FROZ
                              f"the model expects {model.n_inputs}")
     if len(samples) < 2:
         raise CnmtuneError(f"fine-tuning needs at least 2 samples (BatchNorm), got {len(samples)}")
-    with _threads(threads):
+    with torch_threads(threads):
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         tuned = copy.deepcopy(model).freeze_first(freeze, statistics=fixed_statistics, dropout=dropout)

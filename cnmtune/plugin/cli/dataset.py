@@ -133,6 +133,50 @@ def _counts(counter: dict[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in sorted(counter.items()))
 
 
+@dataset_app.command("retime")
+def retime_command(
+    kernels: str = typer.Option(..., "--kernels", "-k", help="comma-separated kernel names, directories or suites"),
+    db: Path = typer.Option(..., "--db", help="SQLite store to create or complete"),
+    designs: int = typer.Option(300, "--designs", help="random designs from the design space (a seeded stream)"),
+    design_seed: int = typer.Option(0, "--design-seed", help="seed of the design sampler"),
+    pipelines: str = typer.Option("O0,O2", "--pipelines", help="pipelines of the recorded variants"),
+    tasklets: str = typer.Option("1,4,11,16", "--tasklets", help="tasklet counts of the recorded variants"),
+    dpus: int = typer.Option(1, "--dpus", help="DPUs of each recorded run"),
+    size: str = typer.Option("small", "--size", help="size preset of each recorded run"),
+    traces: Optional[Path] = typer.Option(None, "--traces", help="trace store (default: DB's name + .traces)"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+) -> None:
+    """PerfVec training data: record each variant once, re-time it exactly under every sampled
+    design, into the store (resumable; more --designs later re-times only the new ones)."""
+    from cnmtune.plugin.sweep.perfvec_data import RetimeSpec, generate_retimes
+
+    spec = RetimeSpec(kernels=tuple(expand_kernels([k.strip() for k in kernels.split(",") if k.strip()])),
+                      pipelines=tuple(p.strip() for p in pipelines.split(",") if p.strip()),
+                      tasklets=int_list(tasklets, "tasklets"), dpus=dpus, size=size, designs=designs,
+                      design_seed=design_seed)
+    lines = ProgressLines(err_console)
+    with Store(db) as store, Progress(TextColumn("{task.description:40}"), BarColumn(), MofNCompleteColumn(),
+                                      TimeElapsedColumn(), console=err_console, transient=True,
+                                      disable=not err_console.is_terminal) as bar:
+        task = bar.add_task("variants", total=None)
+
+        def progress(unit: str, done: int, total: int) -> None:
+            bar.update(task, description=" ".join(unit.split("|")[:3]), completed=done, total=total)
+            lines("variants", done, total)
+
+        report = generate_retimes(store, spec, traces or db.with_name(db.name + ".traces"), progress=progress)
+    if as_json:
+        emit_json(vars(report))
+        return
+    table = Table(title=f"re-timings in {db}", show_header=False)
+    for label, value in (("variants", report.units), ("recorded now", report.recorded), ("failed", report.failed),
+                         ("re-timings added", report.retimed), ("of which not exact", report.invalid),
+                         ("recording", f"{report.record_seconds:.1f} s"),
+                         ("re-timing", f"{report.retime_seconds:.1f} s")):
+        table.add_row(label, str(value))
+    console.print(table)
+
+
 @dataset_app.command("stats")
 def stats_command(
     db: Path = typer.Argument(..., help="SQLite store"),

@@ -317,3 +317,64 @@ def _plots(directory: Path, model: Path, db: Path, samples, prediction, report) 
             written.append(plots.predicted_vs_true(true[:, i], values, samples.kernels,
                                                    directory / f"{stem}_{target}.png", title, label))
     return written
+
+
+@model_app.command("perfvec-train")
+def perfvec_train_command(
+    db: Path = typer.Option(..., "--db", help="store with re-timings (`cnmtune dataset retime`)"),
+    output: Path = typer.Option(..., "-o", "--output", help="model directory to write (blocks.onnx, design.onnx)"),
+    exclude: str | None = typer.Option(None, "--exclude", help="leave these kernels out (comma-separated)"),
+    dim: int = typer.Option(64, "--dim", help="size of the representations"),
+    width: int = typer.Option(128, "--width", help="width of the encoders' hidden layers"),
+    depth: int = typer.Option(2, "--depth", help="hidden layers of each encoder"),
+    epochs: int = typer.Option(400, "--epochs", help="maximum epochs"),
+    patience: int = typer.Option(40, "--patience", help="stop after this many epochs without a better validation loss"),
+    seed: int = typer.Option(0, "--seed", help="seed of the validation designs, the weights and the batch order"),
+    threads: int | None = typer.Option(None, "--threads", help="torch intra-op threads (default: torch's)"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of a table"),
+) -> None:
+    """Train the PerfVec design model (program x design representations) on exact re-timings;
+    report its accuracy on the designs held out for early stopping."""
+    import numpy as np
+
+    from cnmtune.costmodel.learn.perfvec import PerfVecConfig, accuracy, predict_log_cycles, train_perfvec
+    from cnmtune.costmodel.learn.perfvec_onnx import export_perfvec
+    from cnmtune.plugin.sweep.perfvec_data import training_data
+    from cnmtune.store import Store
+
+    try:
+        config = PerfVecConfig(dim=dim, width=width, depth=depth)
+    except ValueError as exc:
+        raise UsageError(f"--dim/--width/--depth: {exc}") from None
+    with Store(db) as store:
+        data, _ = training_data(store)
+    left_out = set(_names(exclude) or ())
+    data = data.take([i for i, k in enumerate(data.kernels) if k not in left_out], np.arange(len(data.designs)))
+    if not data.programs:
+        raise CnmtuneError(f"{db}: no program left after --exclude")
+    lines = ProgressLines(err_console)
+    with Progress(TextColumn("train"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[losses]}"),
+                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
+        task = bar.add_task("train", total=epochs, losses="")
+
+        def on_epoch(epoch: int, train_loss: float, val_loss: float) -> None:
+            losses = f"train {train_loss:.4f}  val {val_loss:.4f}"
+            bar.update(task, completed=epoch + 1, losses=losses)
+            lines("epoch", epoch + 1, epochs, f"loss {losses}")
+
+        result = train_perfvec(data, config, epochs=epochs, patience=patience, seed=seed, threads=threads,
+                               on_epoch=on_epoch)
+    held = data.take(np.arange(len(data.programs)), result.val_designs)
+    metrics = {"evaluated_on": f"{len(result.val_designs)} validation designs (seed {seed})",
+               **accuracy(held.cycles, predict_log_cycles(result.model, held))}
+    export_perfvec(result.model, output, data_hash=data.data_hash, metrics=metrics)
+    record = {"model": str(output), "config": config.to_dict(), "programs": len(data.programs),
+              "designs": len(data.designs), "epochs_run": len(result.train_losses), "best_epoch": result.best_epoch,
+              "seconds": round(result.seconds, 3), "data_hash": data.data_hash, "metrics": metrics}
+    if as_json:
+        emit_json(record)
+        return
+    console.print(f"{len(data.programs)} programs x {len(data.designs)} designs, best epoch {result.best_epoch + 1} "
+                  f"of {len(result.train_losses)} ({result.seconds:.1f} s); on {metrics['evaluated_on']}: "
+                  f"MAPE {metrics['mape']:.2f} %, median Kendall tau {metrics['median_tau']:.3f}", highlight=False)
+    note(f"wrote {output}")

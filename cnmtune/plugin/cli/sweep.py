@@ -27,7 +27,9 @@ from cnmtune.plugin.sweep.design import (
 )
 from cnmtune.plugin.cli.options import DEFINES, kernel_size, parse_defines, parse_pipeline
 from cnmtune.plugin.cli.output import console, emit_json, err_console, milliseconds, note
+from cnmtune.costmodel.learn.perfvec_onnx import PerfVecScorer
 from cnmtune.plugin.sweep.evaluate import KernelSweep, sweep_trace_set
+from cnmtune.plugin.sweep.learned import LearnedSweep, learned_sweep
 from cnmtune.runtime.sim.traces import MANIFEST, TraceSet, load_trace_set, obtain_trace_set
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
@@ -52,7 +54,13 @@ def sweep_command(
     metric: str = typer.Option("kernel", "--metric", help="time to rank and plot: kernel, or total (+ transfers)"),
     strict: bool = typer.Option(False, "--strict", help="refuse design points whose trace cannot be re-timed "
                                                         "exactly, instead of re-executing them"),
-    plot: Path | None = typer.Option(None, "--plot", help="write a Pareto PNG (time vs cost) here"),
+    plot: Path | None = typer.Option(None, "--plot", help="write a PNG here: the Pareto front (time vs cost), or "
+                                                          "with --learned time over two parameters (--axes)"),
+    learned: Path | None = typer.Option(None, "--learned", help="predict with this PerfVec model directory "
+                                                                "(unseen designs, many points); exact: omit"),
+    confirm: int = typer.Option(5, "--confirm", help="with --learned: the best N points priced exactly too"),
+    axes: str | None = typer.Option(None, "--axes", metavar="A,B", help="with --learned --plot: the two "
+                                                                         "parameters plotted (default: the first two)"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
     """Re-time stored traces under a grid of DpuConfig design points (no re-execution where exact).
@@ -61,7 +69,12 @@ def sweep_command(
     parameter matters most for each kernel (the range of its level means). A trace is re-timed only
     where that is exact: the replay must feed every tasklet the same values (counters, try-locks,
     handshakes) and grant every lock and semaphore in the same order as the recording did; other
-    points are re-executed under their config (or refused with --strict)."""
+    points are re-executed under their config (or refused with --strict).
+
+    With --learned DIR, a PerfVec model predicts every point from the program's representation
+    (computed once from its traces): thousands of points per second, for designs never simulated;
+    the best --confirm points are then priced exactly as above. NAME=LO:HI:N gives N evenly
+    spaced values."""
     if not param:
         raise SweepError(f"nothing to sweep: give --param NAME=V1,V2,... (names: {', '.join(PARAMETERS)})")
     grid = dict(parse_param(p) for p in param)
@@ -70,8 +83,13 @@ def sweep_command(
     base = DpuConfig.calibrated()
     points = design_points(base, grid)
     expression = CostExpression(cost)
+    if axes and not (learned and plot):
+        raise SweepError("--axes chooses the two parameters of a learned sweep's plot: give --learned and --plot too")
+    scorer = PerfVecScorer(learned) if learned else None
+    plotted = _axes(axes, list(grid)) if learned and plot else None
     toolchain = ProxyToolchain()
     sweeps: list[KernelSweep] = []
+    predictions: list[LearnedSweep] = []
     start = time.perf_counter()
     with Progress(TextColumn("{task.description:14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True) as bar:
@@ -80,21 +98,34 @@ def sweep_command(
             trace_set, recorded = _trace_set(item, pipeline, tasklets, define, dpus, size, seed, traces, base,
                                              toolchain, rerecord)
             bar.update(task, description=f"{trace_set.kernel}: points", total=len(points))
-            result = sweep_trace_set(trace_set, points, expression, metric, strict, toolchain,
-                                     lambda done, total, task=task: bar.update(task, completed=done))
+            if scorer is not None:
+                predictions.append(learned_sweep(trace_set, points, scorer, confirm, expression, metric, strict,
+                                                 toolchain))
+                result = predictions[-1].sweep
+            else:
+                result = sweep_trace_set(trace_set, points, expression, metric, strict, toolchain,
+                                         lambda done, total, task=task: bar.update(task, completed=done))
             result.recorded_now = recorded
             sweeps.append(result)
     seconds = time.perf_counter() - start
     if plot:
-        write_pareto_plot(sweeps, expression, plot)
+        if plotted:
+            write_heatmap(sweeps, plotted, plot)
+        else:
+            write_pareto_plot(sweeps, expression, plot)
     if as_json:
         emit_json({"params": {k: list(v) for k, v in grid.items()}, "cost": expression.text, "metric": metric,
                    "base_config": {"hash": base.hash, **{p.name: p.user_value(base) for p in PARAMETERS.values()}},
-                   "points": len(points), "kernels": [s.to_dict() for s in sweeps],
+                   "points": len(points), "learned": str(learned) if learned else None,
+                   "kernels": [s.to_dict() for s in (predictions or sweeps)],
                    "seconds": seconds, "plot": str(plot) if plot else None})
         return
-    for result in sweeps:
-        console.print(_points_table(result, list(grid)))
+    if predictions:
+        for prediction in predictions:
+            console.print(_confirmed_table(prediction, list(grid)))
+    else:
+        for result in sweeps:
+            console.print(_points_table(result, list(grid)))
     console.print(_summary_table(sweeps))
     for reason in sorted({r.note for s in sweeps for r in s.results if r.note}):
         console.print(f"re-executed because: {reason}", highlight=False, markup=False)
@@ -145,8 +176,66 @@ def _summary_table(sweeps: list[KernelSweep]) -> Table:
         exact = sum(r.method in ("retimed", "recorded") for r in s.results)
         table.add_row(s.trace_set.kernel, top["param"] if top else "-", milliseconds(top["range_s"]) if top else "-",
                       f"{100 * top['relative']:.1f} %" if top else "-", others, str(exact),
-                      str(len(s.results) - exact), f"{s.seconds:.2f}")
+                      str(sum(r.method == "re-executed" for r in s.results)), f"{s.seconds:.2f}")
     return table
+
+
+def _axes(text: str | None, names: list[str]) -> tuple[str, str]:
+    """The two swept parameters a learned sweep's plot shows (--axes A,B, else the first two)."""
+    chosen = [a.strip() for a in text.split(",")] if text else names[:2]
+    if len(chosen) != 2 or len(set(chosen)) != 2 or not set(chosen) <= set(names):
+        raise SweepError(f"--axes: give two different swept parameters A,B (swept: {', '.join(names)})")
+    return chosen[0], chosen[1]
+
+
+def _confirmed_table(prediction: LearnedSweep, names: list[str]) -> Table:
+    ts, sweep = prediction.sweep.trace_set, prediction.sweep
+    table = Table(title=f"{ts.label}: {len(sweep.results):,} design points predicted "
+                        f"({prediction.points_per_s:,.0f} points/s), the best {len(prediction.confirmed)} priced exactly",
+                  caption=f"times in ms ({sweep.metric} time); error: predicted over exact - 1")
+    for name in names:
+        table.add_column(name, justify="right", overflow="fold")
+    for column in ("predicted", "exact", "error", "how"):
+        table.add_column(column, justify="left" if column == "how" else "right", overflow="fold")
+    metric = (lambda r: r.kernel_s) if sweep.metric == "kernel" else (lambda r: r.total_s)
+    for predicted, exact in prediction.confirmed:
+        values = dict(predicted.point.values)
+        table.add_row(*(f"{values[n]:g}" for n in names), milliseconds(metric(predicted)), milliseconds(metric(exact)),
+                      f"{100 * (metric(predicted) / metric(exact) - 1):+.1f} %", exact.method)
+    if prediction.extrapolated:
+        table.caption += f"; {counted(prediction.extrapolated, 'point')} outside the model's training ranges"
+    return table
+
+
+def write_heatmap(sweeps: list[KernelSweep], axes: tuple[str, str], path: Path) -> Path:
+    """One panel per kernel: time over two parameters (each cell the best over the other parameters)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    x_name, y_name = axes
+    fig, panels = plt.subplots(1, len(sweeps), figsize=(5.5 * len(sweeps), 4.5), squeeze=False)
+    for ax, s in zip(panels.flat, sweeps):
+        values = [dict(r.point.values) for r in s.results]
+        xs, ys = sorted({v[x_name] for v in values}), sorted({v[y_name] for v in values})
+        grid = np.full((len(ys), len(xs)), np.inf)
+        for v, r in zip(values, s.results):
+            i, j = ys.index(v[y_name]), xs.index(v[x_name])
+            grid[i, j] = min(grid[i, j], (r.kernel_s if s.metric == "kernel" else r.total_s) * 1e3)
+        mesh = ax.pcolormesh(range(len(xs) + 1), range(len(ys) + 1), grid, cmap="viridis_r")
+        fig.colorbar(mesh, ax=ax, label=f"{s.metric} time (ms)")
+        ax.set_xticks([k + 0.5 for k in range(len(xs))], [f"{x:g}" for x in xs], rotation=90, fontsize=7)
+        ax.set_yticks([k + 0.5 for k in range(len(ys))], [f"{y:g}" for y in ys], fontsize=7)
+        ax.set_xlabel(x_name)
+        ax.set_ylabel(y_name)
+        ax.set_title(f"{s.trace_set.kernel}: predicted (best over the other parameters)", fontsize=9)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    return atomic_write(path, buffer.getvalue())
 
 
 def write_pareto_plot(sweeps: list[KernelSweep], cost: CostExpression, path: Path) -> Path:

@@ -71,8 +71,22 @@ def _unknown(name: str) -> SweepError:
     return SweepError(f"unknown design parameter {name!r}; valid: {', '.join(PARAMETERS)}")
 
 
+def _evenly(name: str, parameter: Parameter, text: str) -> tuple[float, ...]:
+    """'LO:HI:N' -> N evenly spaced values from LO to HI (integer parameters: rounded, each once)."""
+    try:
+        low, high, count = text.split(":")
+        low, high, count = float(low), float(high), int(count)
+    except ValueError:
+        raise SweepError(f"--param {name}: {text.strip()!r} is not LO:HI:N (N evenly spaced values)") from None
+    if count < 2 or not low < high:
+        raise SweepError(f"--param {name}: {text.strip()!r}: LO:HI:N needs LO < HI and N >= 2")
+    values = [low + (high - low) * k / (count - 1) for k in range(count)]
+    return tuple(sorted({round(v) for v in values})) if parameter.kind is int else tuple(values)
+
+
 def parse_param(text: str) -> tuple[str, tuple[float, ...]]:
-    """'frequency_mhz=267,350,400' -> ('frequency_mhz', (267.0, 350.0, 400.0))."""
+    """'frequency_mhz=267,350,400' -> ('frequency_mhz', (267.0, 350.0, 400.0)); 'NAME=LO:HI:N' gives N
+    evenly spaced values from LO to HI."""
     name, sep, values = text.partition("=")
     name = name.strip()
     if not sep or not values.strip():
@@ -80,6 +94,8 @@ def parse_param(text: str) -> tuple[str, tuple[float, ...]]:
     parameter = PARAMETERS.get(name)
     if parameter is None:
         raise _unknown(name)
+    if ":" in values:
+        return name, _evenly(name, parameter, values)
     out = []
     for item in values.split(","):
         try:

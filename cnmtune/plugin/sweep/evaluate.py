@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 
 from cnmtune.errors import InvalidRetime, SweepError
 from cnmtune.plugin.sweep.design import CostExpression, DesignPoint
@@ -31,7 +31,8 @@ from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import SimDevice, transfer_times
 from cnmtune.runtime.toolchain import ProxyToolchain, Toolchain, Variant
 
-__all__ = ["KernelSweep", "PointResult", "kernel_seconds", "main_effects", "pareto_front", "sweep_trace_set"]
+__all__ = ["KernelSweep", "PointResult", "kernel_seconds", "main_effects", "pareto_front", "retime_points",
+           "sweep_trace_set"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class PointResult:
     note: str = ""
     cost: float = math.nan
     pareto: bool = False
+    launch_cycles: tuple[int, ...] = ()  # per launch, the slowest DPU's cycles
 
     @property
     def transfer_s(self) -> float:
@@ -141,7 +143,7 @@ class _Evaluator:
                 note: str = "") -> PointResult:
         times = transfer_times(transfers, config)
         return PointResult(point, kernel_seconds(cycles, config), times.host_to_dpu_s, times.dpu_to_host_s,
-                           times.inter_dpu_s, method, note)
+                           times.inter_dpu_s, method, note, launch_cycles=tuple(max(c) for c in cycles))
 
     def _retimed(self, key: tuple, config: DpuConfig) -> list[list[int]]:
         cached = self._cycles.get(key)
@@ -242,12 +244,27 @@ def sweep_trace_set(trace_set: TraceSet, points: list[DesignPoint], cost: CostEx
     evaluate = _Evaluator(trace_set, strict, toolchain)
     results = []
     for done, point in enumerate(points, 1):
-        result = evaluate(point)
-        results.append(PointResult(result.point, result.kernel_s, result.host_to_dpu_s, result.dpu_to_host_s,
-                                   result.inter_dpu_s, result.method, result.note, cost(point)))
+        results.append(replace(evaluate(point), cost=cost(point)))
         if progress:
             progress(done, len(points))
     front = set(pareto_front(results, metric))
-    results = [PointResult(r.point, r.kernel_s, r.host_to_dpu_s, r.dpu_to_host_s, r.inter_dpu_s, r.method, r.note, r.cost,
-                           i in front) for i, r in enumerate(results)]
+    results = [replace(r, pareto=i in front) for i, r in enumerate(results)]
     return KernelSweep(trace_set, results, metric, main_effects(results, metric), time.perf_counter() - start)
+
+
+class _ExactOnly(_Evaluator):
+    """An evaluator that re-executes nothing: a point that cannot be re-timed raises its reason."""
+
+    def _invalid(self, point: DesignPoint, exc: InvalidRetime) -> PointResult:
+        raise exc
+
+
+def retime_points(trace_set: TraceSet, points: list[DesignPoint]) -> Iterator[PointResult | InvalidRetime]:
+    """Each point's exact result (recorded or re-timed), or the InvalidRetime saying why its trace
+    cannot be re-timed exactly there; nothing is re-executed."""
+    evaluate = _ExactOnly(trace_set, True, None)
+    for point in points:
+        try:
+            yield evaluate(point)
+        except InvalidRetime as exc:
+            yield exc
