@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import script_io
 from rich.console import Console
+from rich.progress import Progress
 
 from cnmtune.costmodel.learn.perfvec import PerfVecConfig, accuracy, train_perfvec
 from cnmtune.costmodel.learn.perfvec_onnx import PerfVecScorer, export_perfvec
@@ -106,8 +107,12 @@ def main() -> int:
     seen, unseen, train_designs, held_designs = _split(data, args)
     train = data.take(seen, train_designs)
     config = PerfVecConfig(dim=args.dim, width=args.width, depth=args.depth)
-    result = train_perfvec(train, config, epochs=args.epochs, patience=args.patience, seed=args.seed,
-                           threads=args.threads)
+    console = Console()
+    with Progress(console=console, transient=True) as bar:  # early stopping may end it before --epochs
+        task = bar.add_task("training", total=args.epochs)
+        result = train_perfvec(train, config, epochs=args.epochs, patience=args.patience, seed=args.seed,
+                               threads=args.threads, on_epoch=lambda epoch, _, val: bar.update(
+                                   task, completed=epoch + 1, description=f"training (validation loss {val:.4f})"))
     with tempfile.TemporaryDirectory(prefix="cnmtune-perfvec-") as tmp:
         directory = export_perfvec(result.model, args.model or Path(tmp) / "model", data_hash=train.data_hash)
         scorer = PerfVecScorer(directory)
@@ -125,7 +130,6 @@ def main() -> int:
                   f"{heldout['mape']:.2f}", f"{heldout['median_tau']:.3f}")
     table.add_row(f"seen ({len(seen)})", f"held out ({len(held_designs)})", str(seen_programs["pairs"]),
                   f"{seen_programs['mape']:.2f}", f"{seen_programs['median_tau']:.3f}")
-    console = Console()
     console.print(table)
     console.print(f"held-out MAPE {heldout['mape']:.2f} % (target <= {TARGET_MAPE:g}: {script_io.verdict(met['mape'])}), "
                   f"median tau {heldout['median_tau']:.3f} (target >= {TARGET_TAU:g}: {script_io.verdict(met['tau'])})",
