@@ -13,6 +13,7 @@ counted: their predictions extrapolate.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -63,9 +64,10 @@ def _predict(trace_set: TraceSet, points: list[DesignPoint], scorer: PerfVecScor
     program = scorer.program(program_blocks(trace_set))
     configs = [p.config for p in points]
     cycles = np.exp(scorer.log_cycles(program, design_vector(configs, TIMELINE_PARAMETERS)).astype(np.float64))
+    log = Counter(trace_set.transfers)  # a run repeats few distinct calls: each priced once per point
     results = []
     for point, config, predicted in zip(points, configs, cycles.tolist()):
-        times = transfer_times(trace_set.transfers, config)
+        times = transfer_times(log, config)
         kernel = predicted / config.frequency_hz + len(trace_set.launches) * config.launch_overhead_s
         results.append(PointResult(point, kernel, times.host_to_dpu_s, times.dpu_to_host_s, times.inter_dpu_s,
                                    "learned", cost=cost(point)))

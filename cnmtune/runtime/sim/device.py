@@ -10,7 +10,7 @@ bandwidth. Each call also pays a fixed latency, and a small host cost per DPU it
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -68,11 +68,12 @@ class TransferTimes:
     dpu_to_host_s: float = 0.0
 
 
-def transfer_times(transfers: Iterable[Transfer], config: DpuConfig) -> TransferTimes:
-    """Price a transfer log under `config`, summed per step (CPU-DPU, Inter-DPU, DPU-CPU) as SimDevice does."""
+def transfer_times(transfers: Iterable[Transfer] | Mapping[Transfer, int], config: DpuConfig) -> TransferTimes:
+    """Price a transfer log under `config`, summed per step (CPU-DPU, Inter-DPU, DPU-CPU) as SimDevice does;
+    the log may come counted (a Mapping such as Counter(log): each distinct call priced once)."""
     split = [0.0, 0.0, 0.0]
-    for transfer in transfers:
-        split[1 if transfer.inter_dpu else 0 if transfer.to_dpu else 2] += transfer_seconds(transfer, config)
+    for transfer, count in transfers.items() if isinstance(transfers, Mapping) else ((t, 1) for t in transfers):
+        split[1 if transfer.inter_dpu else 0 if transfer.to_dpu else 2] += count * transfer_seconds(transfer, config)
     return TransferTimes(*split)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -195,3 +197,14 @@ def test_transfers_inside_inter_dpu_are_their_own_step(services_elf):
     assert split.inter_dpu_s == pytest.approx(sum(transfer_seconds(t, device.config) for t in device.transfers[1:3]))
     assert (times.host_to_dpu_bytes, times.inter_dpu_bytes, times.dpu_to_host_bytes) == (8, 12, 4)
     assert not device._in_inter_dpu  # the step ends with the block
+
+
+def test_a_counted_transfer_log_costs_what_the_log_costs():
+    """A learned sweep prices a run's distinct calls once per design point, each times its count."""
+    config = DpuConfig.calibrated()
+    log = ([Transfer(True, "parallel", 2048, 64)] * 40 + [Transfer(False, "serial", 8, 1)] * 7
+           + [Transfer(True, "broadcast", 64, 64, inter_dpu=True)] * 3)
+    counted, plain = transfer_times(Counter(log), config), transfer_times(log, config)
+    for step in ("host_to_dpu_s", "inter_dpu_s", "dpu_to_host_s"):
+        assert getattr(counted, step) == pytest.approx(getattr(plain, step), rel=1e-12)
+    assert counted.host_to_dpu_s == pytest.approx(40 * transfer_seconds(log[0], config), rel=1e-12)
