@@ -157,9 +157,22 @@ def trace_blocks(trace: Trace, config: DpuConfig) -> ProgramBlocks:
 
 def program_blocks(trace_set: TraceSet) -> ProgramBlocks:
     """The blocks of a recorded run: every launch's, from its slowest DPU (routines priced under the
-    recording config)."""
+    recording config). Launches with the same trace (an iterative host's) are read once."""
     parts = []
+    seen: dict[bytes, ProgramBlocks] = {}
     for launch in trace_set.launches:
-        slowest = int(np.argmax(launch.cycles))
-        parts.append(trace_blocks(launch.traces[slowest], trace_set.config))
+        trace = launch.traces[int(np.argmax(launch.cycles))]
+        key = _trace_digest(trace)
+        if key not in seen:
+            seen[key] = trace_blocks(trace, trace_set.config)
+        parts.append(seen[key])
     return ProgramBlocks.merged(parts)
+
+
+def _trace_digest(trace: Trace) -> bytes:
+    digest = hashlib.sha256("\0".join(trace.routines).encode())
+    for column in (trace.tasklet, trace.slots, trace.instructions, trace.routine_counts, trace.routine_params,
+                   trace.mram_accesses, trace.action, trace.arg0, trace.arg1):
+        digest.update(str(column.shape).encode())
+        digest.update(np.ascontiguousarray(column).tobytes())
+    return digest.digest()
