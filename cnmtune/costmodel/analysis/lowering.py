@@ -264,8 +264,10 @@ class LoweredElf:
     lowering: Lowering
 
 
-_LOWERED_KEEP = 8  # ELFs whose lowering is kept: a compile lowers its ELF for the IRAM rule, the
-_lowered: OrderedDict[str, LoweredElf] = OrderedDict()  # features read it again just after
+# The last few ELFs' lowerings, by content: a compile lowers its ELF for the IRAM rule, and the
+# features read the same lowering just after.
+_LOWERED_KEEP = 8
+_lowered: OrderedDict[str, LoweredElf] = OrderedDict()
 _lowered_lock = threading.Lock()
 
 
