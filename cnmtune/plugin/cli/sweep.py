@@ -197,11 +197,11 @@ def _confirmed_table(prediction: LearnedSweep, names: list[str]) -> Table:
         table.add_column(name, justify="right", overflow="fold")
     for column in ("predicted", "exact", "error", "how"):
         table.add_column(column, justify="left" if column == "how" else "right", overflow="fold")
-    metric = (lambda r: r.kernel_s) if sweep.metric == "kernel" else (lambda r: r.total_s)
     for predicted, exact in prediction.confirmed:
         values = dict(predicted.point.values)
-        table.add_row(*(f"{values[n]:g}" for n in names), milliseconds(metric(predicted)), milliseconds(metric(exact)),
-                      f"{100 * (metric(predicted) / metric(exact) - 1):+.1f} %", exact.method)
+        mine, truth = predicted.seconds(sweep.metric), exact.seconds(sweep.metric)
+        table.add_row(*(f"{values[n]:g}" for n in names), milliseconds(mine), milliseconds(truth),
+                      f"{100 * (mine / truth - 1):+.1f} %", exact.method)
     if prediction.extrapolated:
         table.caption += f"; {counted(prediction.extrapolated, 'point')} outside the model's training ranges"
     return table
@@ -223,7 +223,7 @@ def write_heatmap(sweeps: list[KernelSweep], axes: tuple[str, str], path: Path) 
         grid = np.full((len(ys), len(xs)), np.inf)
         for v, r in zip(values, s.results):
             i, j = ys.index(v[y_name]), xs.index(v[x_name])
-            grid[i, j] = min(grid[i, j], (r.kernel_s if s.metric == "kernel" else r.total_s) * 1e3)
+            grid[i, j] = min(grid[i, j], r.seconds(s.metric) * 1e3)
         mesh = ax.pcolormesh(range(len(xs) + 1), range(len(ys) + 1), grid, cmap="viridis_r")
         fig.colorbar(mesh, ax=ax, label=f"{s.metric} time (ms)")
         ax.set_xticks([k + 0.5 for k in range(len(xs))], [f"{x:g}" for x in xs], rotation=90, fontsize=7)
@@ -250,7 +250,7 @@ def write_pareto_plot(sweeps: list[KernelSweep], cost: CostExpression, path: Pat
     fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)
     for ax, s in zip(axes.flat, sweeps):
         metric = s.metric
-        times = [(r.kernel_s if metric == "kernel" else r.total_s) * 1e3 for r in s.results]
+        times = [r.seconds(metric) * 1e3 for r in s.results]
         costs = [r.cost for r in s.results]
         ax.scatter(costs, times, s=18, color="tab:blue", alpha=0.6, label="design points")
         front = sorted((r.cost, t) for r, t in zip(s.results, times) if r.pareto)

@@ -60,6 +60,10 @@ class PointResult:
         """Kernel + transfers."""
         return self.kernel_s + self.transfer_s
 
+    def seconds(self, metric: str) -> float:
+        """The time a sweep ranks by: 'kernel', or 'total' (kernel + transfers)."""
+        return self.kernel_s if metric == "kernel" else self.total_s
+
     def to_dict(self) -> dict:
         """JSON-safe form."""
         return {"params": dict(self.point.values), "kernel_s": self.kernel_s, "host_to_dpu_s": self.host_to_dpu_s,
@@ -198,21 +202,17 @@ class _Evaluator:
         return [[t.cycles for t in record.timings] for record in device.launches], list(device.transfers)
 
 
-def _metric(result: PointResult, metric: str) -> float:
-    return result.kernel_s if metric == "kernel" else result.total_s
-
-
 def main_effects(results: list[PointResult], metric: str = "kernel") -> list[dict]:
     """Per parameter: the mean metric at each level and its range (max - min of those means),
     ranked largest first; 'relative' is the range over the grand mean."""
     if not results:
         return []
-    grand = sum(_metric(r, metric) for r in results) / len(results)
+    grand = sum(r.seconds(metric) for r in results) / len(results)
     effects = []
     for name, _ in results[0].point.values:
         levels: dict[float, list[float]] = {}
         for r in results:
-            levels.setdefault(dict(r.point.values)[name], []).append(_metric(r, metric))
+            levels.setdefault(dict(r.point.values)[name], []).append(r.seconds(metric))
         means = {level: sum(v) / len(v) for level, v in levels.items()}
         spread = max(means.values()) - min(means.values())
         effects.append({"param": name, "range_s": spread, "relative": spread / grand if grand else 0.0,
@@ -223,10 +223,10 @@ def main_effects(results: list[PointResult], metric: str = "kernel") -> list[dic
 
 def pareto_front(results: list[PointResult], metric: str = "kernel") -> list[int]:
     """Indices of the points no other point beats on both cost and the metric (ties kept once)."""
-    order = sorted(range(len(results)), key=lambda i: (results[i].cost, _metric(results[i], metric)))
+    order = sorted(range(len(results)), key=lambda i: (results[i].cost, results[i].seconds(metric)))
     front, best = [], math.inf
     for i in order:
-        value = _metric(results[i], metric)
+        value = results[i].seconds(metric)
         if value < best:
             front.append(i)
             best = value

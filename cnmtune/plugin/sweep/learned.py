@@ -50,13 +50,9 @@ class LearnedSweep:
         metric = self.sweep.metric
         return {**self.sweep.to_dict(), "predict_seconds": self.predict_seconds, "points_per_s": self.points_per_s,
                 "extrapolated": self.extrapolated,
-                "confirmed": [{"params": dict(p.point.values), "predicted_s": _value(p, metric),
-                               "exact_s": _value(e, metric), "method": e.method,
-                               "error": _value(p, metric) / _value(e, metric) - 1} for p, e in self.confirmed]}
-
-
-def _value(result: PointResult, metric: str) -> float:
-    return result.kernel_s if metric == "kernel" else result.total_s
+                "confirmed": [{"params": dict(p.point.values), "predicted_s": p.seconds(metric),
+                               "exact_s": e.seconds(metric), "method": e.method,
+                               "error": p.seconds(metric) / e.seconds(metric) - 1} for p, e in self.confirmed]}
 
 
 def _predict(trace_set: TraceSet, points: list[DesignPoint], scorer: PerfVecScorer,
@@ -84,7 +80,7 @@ def learned_sweep(trace_set: TraceSet, points: list[DesignPoint], scorer: PerfVe
     predict_seconds = time.perf_counter() - start
     front = set(pareto_front(results, metric))
     results = [replace(r, pareto=i in front) for i, r in enumerate(results)]
-    best = sorted(range(len(results)), key=lambda i: _value(results[i], metric))[:max(0, confirm)]
+    best = sorted(range(len(results)), key=lambda i: results[i].seconds(metric))[:max(0, confirm)]
     exact = sweep_trace_set(trace_set, [points[i] for i in best], cost, metric, strict, toolchain).results
     confirmed = [(results[i], e) for i, e in zip(best, exact)]
     extrapolated = sum(not all(p.contains(getattr(point.config, p.field)) for p in TIMELINE_PARAMETERS)
