@@ -26,7 +26,7 @@ from cnmtune.errors import CompileError, LinkError
 from cnmtune.passes import Pipeline
 from cnmtune.passes.apply import optimize_ir
 from cnmtune.passes.knobs import process_knobs
-from cnmtune.passes.target import rv32_target_machine
+from cnmtune.passes.target import CODEGEN_TAG, rv32_target_machine
 from cnmtune.runtime.toolchain import zig
 from cnmtune.runtime.toolchain.base import Binary, Toolchain, Variant
 from cnmtune.runtime.toolchain.cache import BuildCache, content_key
@@ -108,7 +108,7 @@ class ProxyToolchain(Toolchain):
     @property
     def identity(self) -> str:
         return f"proxy-rv32i-clang{zig.clang_version()}-llvm{'.'.join(map(str, llvm.llvm_version_info))}" \
-               f"-llvmlite{llvmlite.__version__}-cg{self.codegen_level}-{IR_TAG}"
+               f"-llvmlite{llvmlite.__version__}-cg{self.codegen_level}-{IR_TAG}-{CODEGEN_TAG}"
 
     @property
     def llvm_version(self) -> str:
