@@ -46,7 +46,8 @@ def test_a_counted_loop_decrements_and_branches_in_one_dpu_instruction():
     ])
     assert slots(low, 1, 7) == [1, 1, 1, 1, 1, 0]  # six rv32i instructions, five DPU ones
     assert low.rules[5:7] == ("alu-condition", "alu-condition") and low.mnemonics[6] == ""
-    assert low.histogram() == {"add": 4, "lw": 1, "sw": 1, "jump": 1}
+    # the li of the trip count is the SDK's move (it was counted as add until lowering-sdk-vocabulary-1)
+    assert low.histogram() == {"move": 1, "add": 3, "lw": 1, "sw": 1, "jump": 1}
 
 
 def test_a_loop_walking_a_pointer_counts_an_index_on_the_dpu():
@@ -161,9 +162,16 @@ def test_arguments_read_through_a_chain_of_calls_count():
 @pytest.mark.parametrize("elf", sorted(GOLDEN["elves"]))
 def test_the_lowering_version_names_what_the_lowering_computes(elf):
     """Stored times are keyed by LOWERING_VERSION: the lowering of five O2 kernels (bfs, bs, red,
-    sel, trns: every rule but set-compare and borrow, direct calls included) is the one recorded
-    for the version. If this fails the lowering changed: give LOWERING_VERSION a new name and
-    record the values below in data/lowering/golden.json."""
+    sel, trns: every rule but borrow and swapped-compare, direct calls included) is the one
+    recorded for the version. If this fails the lowering changed: give LOWERING_VERSION a new name
+    and record the values below in data/lowering/golden.json.
+
+    lowering-sdk-vocabulary-1 (the SDK's names and inline builtins) took the five from 412, 383,
+    248, 1108, 547 DPU instructions to 342, 340, 229, 952, 511: mram_read, mram_write and me are
+    inline, so their wrappers' 30 (red: 20) instructions and the argument copies before each DMA
+    (builtin-operand) leave; a shift whose add is not the next instruction fuses (sel: 131 lsl_add
+    in its unrolled loop), a small constant compared with is the compare's immediate; the names
+    (move, jz, neg, ...) change no count."""
     low = lower(decode_rv32(load_elf(gzip.decompress((LOWERING_DATA / elf).read_bytes()), elf)))
     found = {"dpu_instructions": int(low.slots.sum()),
              "digest": hashlib.sha256(low.slots.tobytes() + "\n".join(low.mnemonics + low.rules).encode()).hexdigest()}
