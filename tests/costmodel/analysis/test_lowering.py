@@ -282,3 +282,100 @@ def test_an_elf_is_lowered_once_for_its_iram_check_and_its_features(toolchain):
     assert np.array_equal(first.lowering.slots, fresh.slots) and first.lowering.rules == fresh.rules
     other = toolchain.compile(Variant.of(Kernel.load(ARITH), "O2", 16, {"INT32": None, "ADD": None}))
     assert lowered_elf(load_elf(other.elf_path)) is not first
+
+
+# The SDK's vocabulary (issue 38): what the UPMEM compiler names and inlines, on hand-written
+# snippets. Each of these but the guard against over-fusing fails against lowering-e2dffd7c8368,
+# which named li/mv add, branches on zero jeq/jneq, kept mram_read a call and fused only adjacent
+# pairs.
+
+def test_li_and_mv_are_the_sdks_move():
+    _, low = lowered([("addi", "a0", "zero", 100), ("addi", "a1", "a2", 0), ("addi", "a3", "a3", 4),
+                      ("sub", "a4", "zero", "a3"), ("sw", "a4", "a0", 0), ("ret",)])
+    assert low.mnemonics[:4] == ("move", "move", "add", "neg") and slots(low, 0, 4) == [1, 1, 1, 1]
+    assert low.rules[:4] == ("move", "move", "one-to-one", "neg")
+
+
+def test_a_decrement_scheduled_before_the_loop_body_still_carries_the_branch():
+    """The compiler interleaves the counter's decrement with the body; the DPU's add with a
+    condition goes last and absorbs the bnez. An immediate the conditional form's 8 bits do not
+    hold keeps the branch."""
+    _, low = lowered([
+        ("addi", "a1", "zero", 100),
+        "loop:",
+        ("lw", "a2", "a0", 0), ("addi", "a1", "a1", -1), ("add", "a2", "a2", "a3"), ("sw", "a2", "a0", 0),
+        ("addi", "a0", "a0", 4), ("bne", "a1", "zero", "loop"),
+        "far:",
+        ("addi", "a1", "a1", -200), ("bne", "a1", "zero", "far"),
+        ("ret",),
+    ])
+    assert slots(low, 1, 7) == [1, 1, 1, 1, 1, 0]
+    assert (low.rules[2], low.rules[6], low.mnemonics[2]) == ("alu-condition", "alu-condition", "add")
+    assert slots(low, 7, 9) == [1, 1] and low.mnemonics[8] == "jnz"
+
+
+@pytest.mark.parametrize("body, fused", [
+    # a[i] with the shift scheduled away from its add: lsl_add where the add is
+    ([("slli", "t0", "a1", 2), ("lw", "a3", "a2", 0), ("add", "t0", "a0", "t0"), ("lw", "a4", "t0", 0)],
+     (0, 2)),
+    # sel's unrolled store: the index moves on before the add, so lsl_add goes where the shift is
+    ([("slli", "a2", "a5", 3), ("addi", "a5", "a5", 1), ("add", "a2", "a3", "a2"), ("sw", "a0", "a2", 0)],
+     (0, 2)),
+    # x >> 3 added: lsr_add
+    ([("srli", "t0", "a0", 3), ("add", "a1", "a1", "t0"), ("sw", "a1", "a2", 0)], (0, 1)),
+])
+def test_a_shift_and_add_address_is_one_lsl_add(body, fused):
+    _, low = lowered([*body, ("ret",)])
+    shift, add = fused
+    assert (low.slots[shift], low.slots[add]) == (0, 1)
+    assert low.mnemonics[add] == ("lsr_add" if body[0][0] == "srli" else "lsl_add")
+
+
+def test_a_shift_whose_operands_both_change_before_the_add_is_kept():
+    """The guard: neither place holds both operands' values, so shift and add stay apart."""
+    _, low = lowered([("slli", "a2", "a5", 3), ("addi", "a5", "a5", 1), ("addi", "a3", "a3", 8),
+                      ("add", "a2", "a3", "a2"), ("sw", "a0", "a2", 0), ("ret",)])
+    assert slots(low, 0, 4) == [1, 1, 1, 1]
+
+
+def _dma_program(size: tuple) -> list:
+    """f reads 256 bytes (or a register's count) of MRAM at a3 + a4 into the WRAM buffer in a5
+    through the runtime's mram_read wrapper (an ecall, as cnmtune/dpu/runtime/services.c)."""
+    return [("add", "a0", "a3", "a4"), ("addi", "a1", "a5", 0), size, ("call", 6), ("ret",),  # f: 6 words
+            ("addi", "a7", "zero", 4), ("ecall",), ("ret",)]                                   # mram_read
+
+
+@pytest.mark.parametrize("size, dpu", [(("addi", "a2", "zero", 256), ["ldma"]),
+                                       (("addi", "a2", "t0", 0), ["move", "lsr_add", "lsl_add", "ldma"])])
+def test_mram_read_is_the_sdks_inline_ldma(size, dpu):
+    """mram.h's mram_read is an inline __builtin_dpu_ldma: one ldma with a constant size (its
+    immediate), four instructions with a size known at run time; no call, no argument moves, and
+    the wrapper's body is no code of the DPU's."""
+    _, low = lowered(_dma_program(size), functions=[("f", 0, 6), ("mram_read", 6, 3)])
+    assert [m for i in range(6) for m in low.dpu_instructions(i)] == ["add", *dpu, "jump"]
+    assert low.rules[1:3] == ("builtin-operand", "builtin-operand") and low.inlined(4)
+    assert "call" not in low.histogram() and not low.slots[6:].any()
+
+
+def test_me_is_a_read_of_the_thread_id_register():
+    _, low = lowered([("call", 4), ("sw", "a0", "a1", 0), ("ret",),
+                      ("addi", "a7", "zero", 1), ("ecall",), ("ret",)], functions=[("f", 0, 4), ("me", 4, 3)])
+    assert low.dpu_instructions(1) == ["move"] and low.rules[1] == "inline-me" and low.slots[0] == 0
+
+
+@pytest.mark.parametrize("branch, dpu", [(("beq", "a0", "zero", "out"), "jz"), (("bne", "zero", "a0", "out"), "jnz"),
+                                         (("bltu", "zero", "a0", "out"), "jnz"), (("blt", "zero", "a0", "out"), "jgts"),
+                                         (("bge", "zero", "a0", "out"), "jles")])
+def test_a_compare_against_zero_is_jz_jnz_or_the_swapped_form(branch, dpu):
+    _, low = lowered([branch, ("addi", "a0", "zero", 1), "out:", ("ret",)])
+    assert low.mnemonics[0] == dpu and low.slots[0] == 1
+
+
+@pytest.mark.parametrize("k, branch, dpu", [(10, "bltu", "jgtu"), (10, "bge", "jles"), (1, "bne", "jneq")])
+def test_a_small_constant_compared_with_is_the_jumps_immediate(k, branch, dpu):
+    """li t0, k; b<cc> t0, a0: rv32 puts the constant first to express a0 > k and a0 <= k; the DPU
+    compares a0 with an 11-bit immediate, so the li goes. 2000 does not fit and stays a move."""
+    _, low = lowered([("addi", "t0", "zero", k), (branch, "t0", "a0", "out"), ("addi", "t1", "zero", 2000),
+                      ("bltu", "t1", "a0", "out"), ("addi", "a0", "zero", 1), "out:", ("ret",)])
+    assert slots(low, 0, 2) == [0, 1] and low.mnemonics[1] == dpu and low.rules[1] == "compare-immediate"
+    assert slots(low, 2, 4) == [1, 1] and low.mnemonics[2:4] == ("move", "jltu")
