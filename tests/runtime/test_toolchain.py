@@ -106,6 +106,38 @@ def test_o2_inlines_static_helpers_as_the_upmem_compiler_does(toolchain, make_ke
     assert "odd" in o0 and "odd" not in o2
 
 
+UNUSED_HELPER_KERNEL = """
+#include <defs.h>
+#include <stdint.h>
+__host uint32_t result;
+#ifdef WITH_HELPER
+__attribute__((noinline)) uint32_t scaled_sum(uint32_t n) { uint32_t s = 0; for (uint32_t i = 0; i < n; i++) s += i ^ (s >> 3); return s; }
+#endif
+int main(void) {
+#ifdef CALL_HELPER
+    result = scaled_sum(result);
+#else
+    result = me() + 1;
+#endif
+    return 0;
+}
+"""
+
+
+def test_an_unused_function_is_dropped_at_link_time(toolchain, make_kernel):
+    """Each function has its own section (function_sections), so --gc-sections drops a non-static
+    function nothing calls, as the SDK's -ffunction-sections build does: the program is the one
+    without it, symbol and IRAM. Called (and not inlined), it is there."""
+    kernel = make_kernel(UNUSED_HELPER_KERNEL)
+    ir = toolchain.frontend(Variant.of(kernel, "O2", 1, {"WITH_HELPER": None}), kernel.sources[0])
+    assert '@scaled_sum(i32 noundef %0) #0 section ".text.scaled_sum" {' in ir
+    unused = toolchain.compile(Variant.of(kernel, "O2", 1, {"WITH_HELPER": None}))
+    without = toolchain.compile(Variant.of(kernel, "O2", 1))
+    called = toolchain.compile(Variant.of(kernel, "O2", 1, {"WITH_HELPER": None, "CALL_HELPER": None}))
+    assert "scaled_sum" not in _symbols(unused.elf_path)[0] and "scaled_sum" in _symbols(called.elf_path)[0]
+    assert unused.memory == without.memory and unused.memory.kernel_instructions < called.memory.kernel_instructions
+
+
 def test_second_compile_hits_the_cache(toolchain, va):
     variant = Variant.of(va, "sroa,instcombine,loop-rotate", 8)
     first = toolchain.compile(variant)

@@ -78,6 +78,8 @@ class ProxyDriver:
 
     def compile(self, source: str, kind: str, output: Path, emit: str) -> None:
         """Compile one source into `output`; emit is 'obj', 'asm', 'llvm-bc' or 'llvm-ll'."""
+        from cnmtune.runtime.toolchain.proxy import function_sections
+
         inv = self.inv
         with tempfile.TemporaryDirectory(prefix="cnmtune-cc-") as tmp:
             if kind == "asm":
@@ -90,7 +92,7 @@ class ProxyDriver:
             ll = Path(tmp) / "out.ll"
             flags = [*inv.pp_flags, *inv.cc_flags, *(["-x", "c"] if inv.language == "c" else [])]
             _report(self._run(self.toolchain.frontend_args(Path(source), ll, flags, warnings=True)))
-            ir = ll.read_text()
+            ir = function_sections(ll.read_text())
         pipeline = choose_pipeline(inv, source, self.kind)
         if inv.verbose:
             print(f"{PROG}: llvmlite: pipeline {pipeline.text}, rv32i code generation at "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import shutil
 import tempfile
 import time
@@ -56,6 +57,10 @@ FRONTEND_FLAGS: tuple[str, ...] = (
 # passes) is this IR as it is.
 IR_FLAGS: tuple[str, ...] = ("-O2", "-Xclang", "-disable-llvm-passes")
 IR_TAG = "irO2"  # names IR_FLAGS in toolchain identities: ELFs of another front end are not reused
+SECTIONS_TAG = "fsec"  # names function_sections in the proxy's identity (ELFs before it kept unused code)
+# A function definition of clang's IR for C (-g0) with nothing after its attribute group: no
+# section, comdat or alignment of its own.
+_DEFINE = re.compile(r"^(define [^@\n]*@([-\w$.]+)\(.*\)(?: (?:local_)?unnamed_addr)?(?: #\d+)?)( \{)$", re.M)
 EMITS: tuple[str, ...] = ("obj", "asm", "llvm-bc", "llvm-ll")
 _ZIG_NOISE = "argument unused during compilation"
 
@@ -70,6 +75,18 @@ def _dpu_tree_digest() -> str:
                 digest.update(str(file.relative_to(root.parent)).encode() + b"\0" + file.read_bytes())
     digest.update(LINKER_SCRIPT.read_bytes())
     return digest.hexdigest()
+
+
+def function_sections(ir: str) -> str:
+    """The front end's IR with each function definition in a section of its own, ``.text.<name>``,
+    as clang's -ffunction-sections gives them (the SDK driver's default above -O0, FACTS.md §9),
+    so that the link's --gc-sections drops the functions nothing calls: a support header's unused
+    helpers (PrIM's counter_start/stop) leave IRAM and the histogram, as in an SDK build. llvmlite
+    cannot set the target machine's FunctionSections (0.50 has neither the option nor a section
+    setter), hence the IR text. A definition that names its own section keeps it; functions the
+    pass pipeline creates later (outlined loops, specialised clones) land in .text, kept while
+    anything calls them."""
+    return _DEFINE.sub(lambda m: f'{m[1]} section ".text.{m[2]}"{m[3]}', ir)
 
 
 def diagnostics(stderr: str) -> str:
@@ -108,7 +125,7 @@ class ProxyToolchain(Toolchain):
     @property
     def identity(self) -> str:
         return f"proxy-rv32i-clang{zig.clang_version()}-llvm{'.'.join(map(str, llvm.llvm_version_info))}" \
-               f"-llvmlite{llvmlite.__version__}-cg{self.codegen_level}-{IR_TAG}-{CODEGEN_TAG}"
+               f"-llvmlite{llvmlite.__version__}-cg{self.codegen_level}-{IR_TAG}-{SECTIONS_TAG}-{CODEGEN_TAG}"
 
     @property
     def llvm_version(self) -> str:
@@ -144,7 +161,8 @@ class ProxyToolchain(Toolchain):
                 "-o", str(output)]
 
     def frontend(self, variant: Variant, source: Path) -> str:
-        """Stage 1: LLVM IR of one source of the variant before any pass (IR_FLAGS; cached)."""
+        """Stage 1: LLVM IR of one source of the variant before any pass (IR_FLAGS), each function
+        in its own section (``function_sections``; cached)."""
         flags = [*(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags()]
         key = content_key(self.identity, _dpu_tree_digest(), variant.kernel.digest(),
                           str(source.relative_to(variant.kernel.root)), *frontend_flags(IR_FLAGS, flags))
@@ -155,7 +173,7 @@ class ProxyToolchain(Toolchain):
             result = zig.run(self.frontend_args(source, out, flags))
             if result.returncode != 0:
                 raise CompileError(f"{variant.label}: {source.name} does not compile", diagnostics(result.stderr))
-            ir = out.read_text()
+            ir = function_sections(out.read_text())
         self.cache.put("ir", key, ".ll", ir.encode())
         return ir
 
