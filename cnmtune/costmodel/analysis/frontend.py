@@ -109,12 +109,15 @@ def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
 
 def lowered_frontend(image: ElfImage) -> DecodedProgram:
     """A proxy ELF as the DPU code the UPMEM compiler would emit for it (the lowering model), in
-    the schema of real DPU ELFs (``dpu-4``), so one model scores proxy and SDK binaries.
+    the schema of real DPU ELFs (``DPU_SCHEMA_VERSION``), so one model scores proxy and SDK
+    binaries.
 
     Each rv32i word becomes the DPU instructions it lowers to (none where a neighbour absorbs
     it; ``add+lsl_add`` is two), keeping its function, loop depth and call site. IRAM is kernel
     + runtime as on the proxy: zig's soft arithmetic is not the SDK's, so it stays apart.
-    Services are runtime calls, as in the proxy schema; there are no ecall counts.
+    Services are runtime calls, as in the proxy schema, but for those the SDK inlines
+    (``mram_read``, ``mram_write``, ``me``: ``ldma``, ``sdma``, ``move`` in the histogram), which
+    are no calls; there are no ecall counts.
     """
     lowered = lowered_elf(image)
     program, depth, cfgs, rv32_sites, low = (lowered.program, lowered.depth, lowered.cfgs, lowered.sites,
@@ -125,7 +128,7 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
     mnemonics = [m for i in range(len(counts)) for m in low.dpu_instructions(i)]
     functions = tuple(replace(f, first=int(start[f.first]), count=int(start[f.first + f.count] - start[f.first]))
                       for f in program.functions)
-    sites = tuple(replace(site, index=int(start[site.index])) for site in rv32_sites)
+    sites = tuple(replace(site, index=int(start[site.index])) for site in rv32_sites if not low.inlined(site.index))
     return DecodedProgram(image=image, toolchain="proxy", schema_version=DPU_SCHEMA_VERSION,
                           mnemonics=mnemonics, functions=functions,
                           function_of=np.repeat(program.function_of, counts),

@@ -18,11 +18,14 @@ no RISC-V assembler), so every DPU service a kernel uses (``me``, ``mram_read``,
 
 Real UPMEM DPU ELFs (e_machine 245) have their own schema, ``dpu_schema()``: the same
 families over the DPU vocabulary. ``op``/``wop`` list every mnemonic the decoder can emit
-(cnmtune.costmodel.analysis.dpu_isa: as llvm-objdump writes them, version ``dpu-4``, or with the
-shorthands counted as the operation they encode, ``dpu-4-ops``); ``call``/``wcall`` the
+(cnmtune.costmodel.analysis.dpu_isa: as llvm-objdump writes them, version ``dpu-6``, or with the
+shorthands counted as the operation they encode, ``dpu-6-ops``); ``call``/``wcall`` the
 runtime routines plus the SDK's ``__div32``/``__udiv32``; the scalars of the proxy schema
 except ``text_instructions``, which equals ``iram_instructions`` on a real DPU (its soft
 arithmetic lives in IRAM). Regions come from function names (cnmtune.costmodel.analysis.dpu_program).
+A proxy ELF read in this schema is the DPU code it lowers to (cnmtune.costmodel.analysis.lowering):
+its ``mram_read``, ``mram_write`` and ``me`` are the instructions the SDK inlines (``ldma``,
+``sdma``, ``move``), not calls.
 
 Every family ends with an ``other`` column that collects whatever the schema does not list,
 so projecting features onto a schema never drops counts. The hash is the first 16 hex digits
@@ -151,12 +154,17 @@ def default_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
     return FeatureSchema(tuple(names), SCHEMA_VERSION, loop_weight)
 
 
-#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-4 is
-#: dpu-3 with stack-slot inductions (cnmtune.costmodel.analysis.stack_slots); dpu-3 is
-#: dpu-2 with the weighted families weighted by trip counts; dpu-2 is dpu-1 plus the constant
-#: block sizes dma_bytes and alloc_bytes.
-DPU_SCHEMA_VERSION = "dpu-4"
-DPU_OPS_SCHEMA_VERSION = "dpu-4-ops"
+#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-6 is
+#: dpu-4 with proxy ELFs lowered in the SDK's vocabulary (lowering-sdk-vocabulary-1: move,
+#: jz/jnz, the swapped compares, neg, lsr_add; mram_read, mram_write and me() inline as ldma,
+#: sdma and move, so a proxy ELF has no call columns for them, as an SDK ELF has none) and
+#: without the functions nothing calls (the proxy links with function sections); dpu-5 named a
+#: trip-count rule that was tried and not adopted (data/MODEL.md), so its exports' hash is not
+#: reused. dpu-4 is dpu-3 with stack-slot inductions (cnmtune.costmodel.analysis.stack_slots);
+#: dpu-3 is dpu-2 with the weighted families weighted by trip counts; dpu-2 is dpu-1 plus the
+#: constant block sizes dma_bytes and alloc_bytes.
+DPU_SCHEMA_VERSION = "dpu-6"
+DPU_OPS_SCHEMA_VERSION = "dpu-6-ops"
 #: The DPU call vocabulary: the runtime routines plus the SDK's 32-bit division entry points.
 DPU_RUNTIME_ROUTINES: tuple[str, ...] = (*RUNTIME_ROUTINES, "__div32", "__udiv32")
 DPU_SCALARS: tuple[str, ...] = tuple(s for s in SCALARS if s != "text_instructions")

@@ -15,10 +15,12 @@ histogram (``wop:*``, ``wcall:*``) and the configuration, as three log-domain co
   runtime-routine calls x their DPU cost in slots; each of T tasklets runs 1/T of the work of
   a DPU that holds 1/D of the problem, and one tasklet issues at most every max(T, 11) cycles
   (the revolver pipeline): cycles = S * N / (D * T) * max(T, 11).
-- DMA: loop-weighted mram_read/mram_write calls x (alpha + beta * B) cycles with an assumed
-  B = 256-byte transfer, serialised on the DPU's one DMA engine: cycles = that * N / D. With
+- DMA: loop-weighted DMA transfers x (alpha + beta * B) cycles with an assumed
+  B = 256-byte transfer, serialised on the DPU's one DMA engine: cycles = that * N / D. A
+  transfer is an ``ldma``/``sdma`` in the DPU schema (an SDK ELF's, and a lowered proxy ELF's
+  inline mram_read/mram_write) or a call of mram_read/mram_write in the proxy schema. With
   ``block_size`` (a model option, off for models trained before it) B is the kernel's constant
-  DMA size (the ``dma_bytes`` feature; 256 where none is constant) and the calls count
+  DMA size (the ``dma_bytes`` feature; 256 where none is constant) and the transfers count
   256 / B times: a streaming loop moving the same bytes in B-byte blocks runs 256 / B times as
   many iterations as with 256-byte ones, so the per-byte cost is alpha / B + beta.
 - total: log(compute + DMA).
@@ -52,7 +54,12 @@ PRIOR_COLUMNS: tuple[str, ...] = ("prior:log_compute", "prior:log_dma", "prior:l
 
 _MUL32, _DIV32 = 4 + 16, 6 + 32           # base + one step per (average 16) bit / quotient bit
 _SDIV32 = 10 + 32
-#: Issue slots of one call of a runtime routine beyond the call instruction itself.
+#: The columns that count DMA transfers from MRAM (to MRAM): the DPU's instructions, the proxy's
+#: calls (the _unaligned forms are calls in both).
+_DMA_READS = frozenset({"wop:ldma", "wcall:mram_read", "wcall:mram_read_unaligned"})
+_DMA_WRITES = frozenset({"wop:sdma", "wcall:mram_write", "wcall:mram_write_unaligned"})
+#: Issue slots of one call of a runtime routine beyond the call instruction itself (none for
+#: mram_read, mram_write and me: the DPU's instruction is the call's; DpuConfig's routine costs).
 ROUTINE_SLOTS: dict[str, float] = {
     "__mulsi3": _MUL32, "__udivsi3": _DIV32, "__umodsi3": _DIV32, "__divsi3": _SDIV32, "__modsi3": _SDIV32,
     "__muldi3": 125, "__udivdi3": 40 + 3 * 64, "__umoddi3": 40 + 3 * 64, "__divdi3": 48 + 3 * 64,
@@ -68,7 +75,7 @@ ROUTINE_SLOTS: dict[str, float] = {
     **dict.fromkeys(("__floatsidf", "__floatunsidf", "__fixdfsi", "__fixunsdfsi", "__extendsfdf2",
                      "__truncdfsf2"), 40),
     **dict.fromkeys(("__floatdidf", "__floatundidf", "__fixdfdi", "__fixunsdfdi"), 70),
-    "mram_read": 1, "mram_write": 1, "halt": 1,
+    "halt": 1,
     **dict.fromkeys(("mutex_lock", "mutex_unlock", "mutex_trylock", "__cnm_atomic_bit_acquire",
                      "__cnm_atomic_bit_release", "__cnm_atomic_bit_try_acquire"), 2),
     **dict.fromkeys(("barrier_wait", "sem_take", "sem_give"), 15),
@@ -107,7 +114,7 @@ class LogCounts(nn.Module):
 
 def prior_weights(columns: Sequence[str], block_size: bool = False) -> torch.Tensor:
     """The ``[columns, 6]`` matrix (7 with ``block_size``) whose product with an input row gives,
-    in order: compute slots, DMA read calls, DMA write calls (all loop-weighted), log2 DPUs,
+    in order: compute slots, DMA reads, DMA writes (all loop-weighted), log2 DPUs,
     log2 tasklets, log2 processed size (and the constant DMA size)."""
     weights = torch.zeros(len(columns), 7 if block_size else 6)
     index = {name: i for i, name in enumerate(columns)}
@@ -121,10 +128,10 @@ def prior_weights(columns: Sequence[str], block_size: bool = False) -> torch.Ten
             weights[i, 0] = 1.0
         elif family == "wcall":
             weights[i, 0] = ROUTINE_SLOTS.get(key, 0.0)
-            if key in ("mram_read", "mram_read_unaligned"):
-                weights[i, 1] = 1.0
-            elif key in ("mram_write", "mram_write_unaligned"):
-                weights[i, 2] = 1.0
+        if name in _DMA_READS:
+            weights[i, 1] = 1.0
+        elif name in _DMA_WRITES:
+            weights[i, 2] = 1.0
     for j, name in enumerate(("cfg:log2_dpus", "cfg:log2_tasklets", "cfg:log2_processed_size"), start=3):
         if name not in index:
             raise ValueError(f"the analytical prior needs input column {name}")

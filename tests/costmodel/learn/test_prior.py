@@ -15,13 +15,14 @@ from cnmtune.costmodel.learn.prior import (
     DMA_ASSUMED_BYTES,
     DMA_BETA,
     DMA_READ_ALPHA,
+    DMA_WRITE_ALPHA,
     PRIOR_COLUMNS,
     ROUTINE_SLOTS,
     AnalyticalPrior,
     LogCounts,
 )
 from cnmtune.costmodel.learn.samples import CONFIG_COLUMNS, input_columns
-from cnmtune.costmodel.analysis.schema import default_schema
+from cnmtune.costmodel.analysis.schema import default_schema, dpu_schema
 from cnmtune.costmodel.learn.scorer import Scorer
 from cnmtune.costmodel.learn.training import predict, train
 
@@ -55,8 +56,9 @@ def test_prior_follows_the_revolver_and_dma_formulas():
     prior.configure(COLUMNS)
     features = {"wop:add": 1000.0, "wop:lw": 500.0, "wcall:__mulsi3": 10.0, "wcall:mram_read": 4.0,
                 "op:add": 7.0}  # op: (static, not loop-weighted) does not count
-    # the call instructions themselves are in wop (here: left out); wcall adds the routine's slots
-    slots = 1000 + 500 + 10 * ROUTINE_SLOTS["__mulsi3"] + 4 * ROUTINE_SLOTS["mram_read"]
+    # the call instructions themselves are in wop (here: left out); wcall adds the routine's slots,
+    # none for mram_read, whose DPU instruction (ldma) is the call's
+    slots = 1000 + 500 + 10 * ROUTINE_SLOTS["__mulsi3"]
     dma = 4 * (DMA_READ_ALPHA + DMA_BETA * DMA_ASSUMED_BYTES)
     for dpus, tasklets in ((1, 1), (2, 4), (4, 16)):
         compute, log_dma, total = prior(row(dpus, tasklets, 4096, **features))[0].tolist()
@@ -69,6 +71,22 @@ def test_prior_follows_the_revolver_and_dma_formulas():
     assert c[4] == pytest.approx(c[3], rel=1e-5)
     with pytest.raises(ValueError, match="cfg:log2_dpus"):
         prior.configure(COLUMNS[:-len(CONFIG_COLUMNS)])
+
+
+def test_prior_counts_the_dpu_schemas_ldma_and_sdma_as_transfers():
+    """In the DPU schema a transfer is an instruction (an SDK ELF's, a lowered proxy ELF's inline
+    mram_read/mram_write): wop:ldma prices as the proxy schema's wcall:mram_read, plus its slot."""
+    columns = input_columns(dpu_schema())
+    prior = AnalyticalPrior(len(columns))
+    prior.configure(columns)
+    x = torch.zeros(1, len(columns))
+    for name, value in {"wop:add": 1000.0, "wop:ldma": 4.0, "wop:sdma": 2.0, "cfg:log2_dpus": 2.0,
+                        "cfg:log2_tasklets": 4.0, "cfg:log2_processed_size": 12.0}.items():
+        x[0, columns.index(name)] = value
+    compute, log_dma, _ = prior(x)[0].tolist()
+    dma = 4 * (DMA_READ_ALPHA + DMA_BETA * DMA_ASSUMED_BYTES) + 2 * (DMA_WRITE_ALPHA + DMA_BETA * DMA_ASSUMED_BYTES)
+    assert log_dma == pytest.approx(math.log1p(dma) + math.log(4096 / 4), rel=1e-5)
+    assert compute == pytest.approx(math.log((1006 + 1) * 4096 / (4 * 16) * 16), rel=1e-5)
 
 
 def test_block_prior_prices_dma_at_the_kernels_block_size():
