@@ -111,7 +111,12 @@ UNUSED_HELPER_KERNEL = """
 #include <stdint.h>
 __host uint32_t result;
 #ifdef WITH_HELPER
-__attribute__((noinline)) uint32_t scaled_sum(uint32_t n) { uint32_t s = 0; for (uint32_t i = 0; i < n; i++) s += i ^ (s >> 3); return s; }
+__attribute__((noinline)) uint32_t scaled_sum(uint32_t n) {
+    uint32_t s = 0;
+    for (uint32_t i = 0; i < n; i++)
+        s += i ^ (s >> 3);
+    return s;
+}
 #endif
 int main(void) {
 #ifdef CALL_HELPER
