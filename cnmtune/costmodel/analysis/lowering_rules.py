@@ -67,7 +67,7 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          "one ALU instruction carrying the condition and the jump target (add r, r, -1, nz, loop), "
          "placed last", (1, 0), "C",
          f"{_ISA} (ALU forms with condition and pc, ADDrrici: 8-bit immediate); {_CODEGEN} §3 "
-         "(`sub r3,r4,r3,gtu,res0`); {_SAMPLE} (`add r2, r2, -1, nz, ...`). With instructions between "
+         f"(`sub r3,r4,r3,gtu,res0`); {_SAMPLE} (`add r2, r2, -1, nz, ...`). With instructions between "
          "the op and the branch: D (the compiler schedules the op last)"),
     Rule("compare-jump", "slt/sltu (or slti/sltiu, immediate within 11 bits) into t; the next reader of t "
          "is a branch on t against zero; t dead after",
