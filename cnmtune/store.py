@@ -105,7 +105,9 @@ class CompileRecord:
 class RunRecord:
     """One simulated (or real) run of a kernel's host program with a binary, on a DPU configuration
     and input size; ``defines`` the compile's (as CompileRecord's, the host reads them too) and
-    ``params`` the workload parameters (both in ``defines_key`` form)."""
+    ``params`` the workload parameters (both in ``defines_key`` form). ``config_hash`` names the
+    timing its kernel time was simulated under (DpuConfig.hash), ``link_hash`` the link model that
+    priced its transfer time (DpuConfig.link_hash): a refitted link model keeps the kernel time."""
 
     kernel: str
     elf_hash: str
@@ -123,6 +125,7 @@ class RunRecord:
     device: str = ""
     defines: str = ""
     params: str = ""
+    link_hash: str = ""  # DpuConfig.link_hash of the link model that priced transfer_seconds
 
     @property
     def ok(self) -> bool:
@@ -145,6 +148,7 @@ class TrainingRow:
     cycles: int | None
     kernel_seconds: float
     transfer_seconds: float | None
+    link_hash: str
     speedup: float | None
     features: Mapping[str, float] | None = None
 
@@ -184,17 +188,18 @@ _COMPILE_SELECT = (
     " c.seconds, c.iram_bytes FROM compiles c JOIN pipelines p ON p.id = c.pipeline_id"
 )
 _RUN_COLUMNS = ("kernel, elf_hash, dpus, tasklets, size, config_hash, status, cycles, kernel_seconds,"
-                " transfer_seconds, verified, error, seconds, device, defines, params")
+                " transfer_seconds, verified, error, seconds, device, defines, params, link_hash")
 _RUN_NAMES = _RUN_COLUMNS.replace(" ", "").split(",")
+_RUN_KEY = ("kernel", "defines", "params", "elf_hash", "dpus", "tasklets", "size", "config_hash")
 _RUN_UPSERT = (
     f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('?' * len(_RUN_NAMES))})"
-    " ON CONFLICT (kernel, defines, params, elf_hash, dpus, tasklets, size, config_hash) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in _RUN_NAMES[6:-2])  # all but the key
+    f" ON CONFLICT ({', '.join(_RUN_KEY)}) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _RUN_NAMES if c not in _RUN_KEY)
 )
 _TRAINING_SQL = """
 WITH good AS (
   SELECT c.kernel, p.text AS pipeline, c.defines, r.elf_hash, r.dpus, r.tasklets, r.size,
-         r.config_hash, r.cycles, r.kernel_seconds, r.transfer_seconds
+         r.config_hash, r.cycles, r.kernel_seconds, r.transfer_seconds, r.link_hash
   FROM compiles c JOIN pipelines p ON p.id = c.pipeline_id
   JOIN runs r ON r.kernel = c.kernel AND r.defines = c.defines AND r.elf_hash = c.elf_hash
     AND r.tasklets = c.tasklets AND r.params = ''
@@ -490,8 +495,8 @@ class Store:
             params = {**_TRAINING_PARAMS, "schema": schema_hash}
         out = []
         for row in self._conn.execute(sql, params):
-            feats = json.loads(row[12]) if schema_hash is not None else None
-            out.append(TrainingRow(*row[:12], features=feats))
+            feats = json.loads(row[13]) if schema_hash is not None else None
+            out.append(TrainingRow(*row[:13], features=feats))
         return out
 
     def stats(self) -> StoreStats:

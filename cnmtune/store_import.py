@@ -19,6 +19,9 @@ from cnmtune.store import CompileRecord, RunRecord, Status, Store
 from cnmtune.table_file import read_table
 
 _RECORDS: dict[str, type] = {"compiles": CompileRecord, "runs": RunRecord}
+# columns a table gained after exports of it were made: an older export without them imports
+# with their defaults (a run's link_hash '': the link model that priced it is not known)
+_LATER_COLUMNS: dict[str, frozenset[str]] = {"compiles": frozenset(), "runs": frozenset({"link_hash"})}
 _KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "text",
           Status: f"a status ({', '.join(s.value for s in Status)})"}
 
@@ -62,7 +65,8 @@ def import_table(store: Store, path: str | os.PathLike) -> ImportReport:
 def _table_of(path: Path, header: list[str], metadata: dict[str, str]) -> str:
     """Which table an export holds: its Parquet metadata says so; else its columns must be one's."""
     for table, record_type in _RECORDS.items():
-        if set(header) == {f.name for f in fields(record_type)} and metadata.get("cnmtune.table", table) == table:
+        names = {f.name for f in fields(record_type)}
+        if set(header) in (names, names - _LATER_COLUMNS[table]) and metadata.get("cnmtune.table", table) == table:
             return table
     named = metadata.get("cnmtune.table")
     if named == "training":

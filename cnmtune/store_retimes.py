@@ -1,6 +1,6 @@
 """The store's re-timing tables (schema version 6): the training data of the PerfVec design model.
 
-- ``designs``: sampled DpuConfigs, by config hash, with the sampler seed and index that drew them
+- ``designs``: sampled DpuConfigs, by full config hash (DpuConfig.full_hash: kernel and link constants), with the sampler seed and index that drew them
   and the config as JSON (runtime/sim/traces.config_to_json);
 - ``trace_sets``: one recorded run per unit of work (kernel, pipeline, tasklets, defines, DPUs,
   size, input seed): its trace-set directory and launch count, or why it could not be recorded;
@@ -25,7 +25,7 @@ OK, INVALID = "ok", "invalid"  # a retime's status: exact cycles, or not re-time
 
 @dataclass(frozen=True)
 class DesignRow:
-    """A sampled design: its config hash, the sampler's seed and index, the config as JSON text."""
+    """A sampled design: its full config hash, the sampler's seed and index, the config as JSON text."""
 
     hash: str
     seed: int
@@ -80,7 +80,7 @@ def _placeholders(record_type: type) -> str:
 
 
 def add_designs(store: Store, rows: Iterable[DesignRow]) -> None:
-    """Insert designs not yet stored (a design is its config hash)."""
+    """Insert designs not yet stored (a design is its full config hash)."""
     with store.batch():
         store.connection.executemany(f"INSERT INTO designs ({_columns(DesignRow)}) VALUES"
                                      f" ({_placeholders(DesignRow)}) ON CONFLICT DO NOTHING",

@@ -74,5 +74,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
          " kernel_seconds REAL, transfer_seconds REAL, error TEXT NOT NULL DEFAULT '',"
          " seconds REAL NOT NULL DEFAULT 0, PRIMARY KEY (unit, design_hash))"),
     ),
+    (  # 7: the link model that priced a run's transfer time (DpuConfig.link_hash; '' where not
+        # recorded): config_hash keys the kernel time only, which the link constants do not change
+        "ALTER TABLE runs ADD COLUMN link_hash TEXT NOT NULL DEFAULT ''",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

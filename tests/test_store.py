@@ -6,6 +6,7 @@ import csv
 import multiprocessing
 import sqlite3
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -365,6 +366,10 @@ def test_migration_from_version_1(tmp_path):
         assert old == CompileRecord("va", "O2", "", 16, "old", Status.OK, "", 1.5, None)
         run = s.find_run("va", "", "old", 4, 16, 64, "cfg0")
         assert run.device == "" and run.verified and run.kernel_seconds == 0.5
+        assert run.link_hash == ""  # which link model priced its transfer time was not recorded
+        s.record_run(replace(run, transfer_seconds=0.25, link_hash="link1"))  # a run again, relinked
+        assert s.find_run("va", "", "old", 4, 16, 64, "cfg0") == replace(run, transfer_seconds=0.25,
+                                                                         link_hash="link1")
         s.record_compile(_ok_compile("va", "O3", "new", tasklets=16))  # new columns work
         assert s.find_compile("va", "O3", "", 16).iram_bytes == 1024
         assert s.claim(["unit"], ClaimOwner.this_process(), 60) == ["unit"]  # a claims table

@@ -4,6 +4,7 @@ one clear error for a file that is not such an export, nothing added by a failed
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 
 import pytest
 
@@ -18,7 +19,8 @@ COMPILES = [
     CompileRecord("gemv", "O0", "", 1, None, Status.COMPILE_ERROR, "x.c:3: error: expected ';'"),
 ]
 RUNS = [
-    RunRecord("va", "a" * 64, 4, 16, 1024, CFG, Status.OK, 123456, 1.5e-3, 2e-4, True, "", 0.2, "sim"),
+    RunRecord("va", "a" * 64, 4, 16, 1024, CFG, Status.OK, 123456, 1.5e-3, 2e-4, True, "", 0.2, "sim",
+              link_hash="link0"),
     RunRecord("va", "b" * 64, 64, 4, 1024, CFG + "+sampled", Status.OK, 99, 1e-3, None, False, "", 0.1,
               "sim-sampled", "BL=8"),
     RunRecord("mlp", "a" * 64, 4, 16, 1024, CFG, Status.FAULT, error="stack overflow", params="layers=3"),
@@ -83,3 +85,15 @@ def test_a_file_that_is_not_such_an_export_is_one_error_and_adds_nothing(exporte
         with pytest.raises(StoreError, match="cut.parquet: not a readable Parquet file"):
             import_table(store, tmp_path / "cut.parquet")
         assert store.runs() == [] and store.compiles() == []
+
+
+def test_a_runs_export_from_before_link_hashes_imports_with_the_link_model_unknown(exported, tmp_path):
+    old = tmp_path / "old-runs.csv"
+    with open(exported[".csv"][1], newline="") as src, open(old, "w", newline="") as dst:
+        rows = list(csv.DictReader(src))
+        writer = csv.DictWriter(dst, [k for k in rows[0] if k != "link_hash"])
+        writer.writeheader()
+        writer.writerows({k: v for k, v in row.items() if k != "link_hash"} for row in rows)
+    with Store(tmp_path / "copy.sqlite") as store:
+        assert import_table(store, old).added == len(RUNS)
+        assert store.runs() == [replace(r, link_hash="") for r in RUNS]

@@ -147,7 +147,8 @@ def run_job(job: RunJob) -> list[RunRecord]:
         out.append(RunRecord(elf_hash=job.elf_hash, dpus=dpus, tasklets=job.tasklets, size=size,
                              config_hash=config_hash, status=Status.OK, cycles=result.cycles,
                              kernel_seconds=result.kernel_s, transfer_seconds=result.transfer_s,
-                             verified=result.verified, seconds=result.wall_s, device=target.name, **host))
+                             verified=result.verified, seconds=result.wall_s, device=target.name,
+                             link_hash=target.link_hash, **host))
     return out
 
 

@@ -49,6 +49,12 @@ class Target(abc.ABC):
         """The timing configuration runs are recorded under ('' where runs are not recorded)."""
         return ""
 
+    @property
+    def link_hash(self) -> str:
+        """The link model that prices the transfer times of recorded runs ('' where runs are not
+        recorded)."""
+        return ""
+
     def run(self, variant: Variant, nr_dpus: int, size: int, seed: int = 0, params: dict | None = None) -> RunResult:
         """Build `variant` with this target's toolchain, run it on `nr_dpus` DPUs and verify it."""
         return self.run_binary(self.toolchain.compile(variant), nr_dpus, size, seed, params)
@@ -81,6 +87,10 @@ class SimTarget(Target):
     @property
     def config_hash(self) -> str:
         return self.config.hash
+
+    @property
+    def link_hash(self) -> str:
+        return self.config.link_hash
 
     def device(self, nr_dpus: int) -> Device:
         from cnmtune.runtime.sim.device import SimDevice

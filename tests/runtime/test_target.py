@@ -16,9 +16,21 @@ def test_targets_by_name_and_what_they_say_about_themselves():
     assert isinstance(sim, SimTarget) and (sim.name, sim.counts, sim.exclusive) == ("sim", True, False)
     assert sim.config_hash == DpuConfig.calibrated().hash
     assert make_target("sim", sim_config="literature").config_hash == DpuConfig().hash
+    assert sim.link_hash == DpuConfig.calibrated().link_hash
     sampled = make_target("sim-sampled")
     assert isinstance(sampled, SampledSimTarget) and sampled.config_hash == ""  # never recorded
     assert set(TARGETS) == {"sim", "sim-sampled", "upmem-sim", "upmem-hw"}
+
+
+def test_the_config_hash_keys_kernel_time_and_the_link_hash_transfer_time():
+    base = DpuConfig.calibrated()
+    relinked = base.with_(transfer_latency_s=2 * base.transfer_latency_s, dpus_per_rank=32)
+    assert relinked.hash == base.hash  # the same cycles and kernel seconds
+    assert relinked.link_hash != base.link_hash and relinked.full_hash != base.full_hash
+    for kernel_field in ("dma_engine_overhead", "frequency_hz", "launch_overhead_s"):
+        retimed = base.with_(**{kernel_field: 2 * getattr(base, kernel_field)})
+        assert retimed.hash != base.hash and retimed.link_hash == base.link_hash
+        assert retimed.full_hash != base.full_hash
 
 
 def test_an_unknown_target_or_config_is_refused_by_name():

@@ -14,6 +14,9 @@ Failures (compile errors, IRAM/WRAM overflow, faults, timeouts, wrong results) a
 with their reason: they count as done and stay out of the training view. A usable compile whose
 binary has no features under the current feature schema (a store made before the schema grew)
 is compiled again, once per binary, to record them; its runs, keyed by the ELF, stay valid.
+Runs are keyed by the timing their kernel time depends on (DpuConfig.hash), not by the host
+link's constants: a run stored under another link model is not repeated, and its ``link_hash``
+names the model that priced its transfer time.
 
 Generators started on one store share the work: a unit (one compile, one run: the natural key
 of its row) is claimed in the store right before its job is dispatched, with at most two jobs

@@ -122,7 +122,7 @@ def _record(store: Store, variant: Variant, spec: RetimeSpec, size: int, traces:
 def _retime(store: Store, unit: str, recorded: TraceSet, configs: list[DpuConfig]) -> tuple[int, int, float]:
     """Re-time `recorded` under the designs it has no row for; (rows added, of them invalid, seconds)."""
     done = retimed(store, unit)
-    todo = [c for c in configs if c.hash not in done]
+    todo = [c for c in configs if c.full_hash not in done]
     points = [DesignPoint(tuple((p.field, getattr(c, p.field)) for p in DESIGN_SPACE), c) for c in todo]
     pending: list[RetimeRecord] = []
     added = invalid = 0
@@ -130,10 +130,10 @@ def _retime(store: Store, unit: str, recorded: TraceSet, configs: list[DpuConfig
     for config, result in zip(todo, retime_points(recorded, points)):
         seconds, clock = time.perf_counter() - clock, time.perf_counter()
         if isinstance(result, InvalidRetime):
-            pending.append(RetimeRecord(unit, config.hash, INVALID, error=str(result), seconds=seconds))
+            pending.append(RetimeRecord(unit, config.full_hash, INVALID, error=str(result), seconds=seconds))
             invalid += 1
         else:
-            pending.append(RetimeRecord(unit, config.hash, OK, sum(result.launch_cycles), result.kernel_s,
+            pending.append(RetimeRecord(unit, config.full_hash, OK, sum(result.launch_cycles), result.kernel_s,
                                         result.transfer_s, seconds=seconds))
         if len(pending) == CHUNK:
             record_retimes(store, pending)
@@ -148,7 +148,7 @@ def generate_retimes(store: Store, spec: RetimeSpec, traces: str | Path, toolcha
     trace sets go under `traces`. ``progress(unit, done, total)`` after each unit."""
     toolchain = toolchain or ProxyToolchain()
     configs = sample_designs(spec.designs, spec.design_seed)
-    add_designs(store, (DesignRow(c.hash, spec.design_seed, i, json.dumps(config_to_json(c), sort_keys=True))
+    add_designs(store, (DesignRow(c.full_hash, spec.design_seed, i, json.dumps(config_to_json(c), sort_keys=True))
                         for i, c in enumerate(configs)))
     variants = [Variant.of(find_kernel(k), p, t) for k in spec.kernels for p in spec.pipelines for t in spec.tasklets]
     recorded_now = failed = added = invalid = 0

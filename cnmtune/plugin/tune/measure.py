@@ -74,7 +74,7 @@ class PooledMeasurer(Measurer):
         host = run_host(self._job(c))
         rec = self.store.find_run(host["kernel"], host["defines"], c.elf_hash, c.dpus, c.tasklets, self.size,
                                   self.target.config_hash, host["params"])
-        if rec is None:
+        if rec is None or rec.link_hash != self.target.link_hash:  # another link model's transfer time
             return False
         take(c, rec)
         self.reused += 1

@@ -94,6 +94,16 @@ DEFAULT_ROUTINE_COSTS: tuple[RoutineCost, ...] = (
 )
 
 
+# The host link's constants: they price host transfers (runtime/sim/device.py) and nothing a DPU
+# executes, so a run's kernel time does not depend on them (DpuConfig.hash leaves them out)
+LINK_FIELDS = frozenset({"host_to_dpu_Bps", "dpu_to_host_Bps", "chip_to_dpu_Bps", "chip_to_host_Bps",
+                         "rank_to_dpu_Bps", "rank_to_host_Bps", "broadcast_Bps", "transfer_latency_s",
+                         "transfer_per_dpu_s", "dpus_per_chip", "dpus_per_rank"})
+# Version of the rules that turn a transfer log into seconds (SimDevice.transfer_seconds): part of
+# DpuConfig.link_hash, so a change of the rules is a change of the link model
+LINK_RULES = "bandwidth-by-dpus-1"
+
+
 @dataclass(frozen=True)
 class DpuConfig:
     """Timing model of one DPU and of the host link; re-time a trace by changing this value."""
@@ -132,10 +142,22 @@ class DpuConfig:
 
     @property
     def hash(self) -> str:
-        """Stable short id of every constant and of the DPU slot model that prices instructions
-        (16 hex digits of SHA-256)."""
-        text = ";".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
-        return hashlib.sha256(f"{text};slots={slot_model_identity()}".encode()).hexdigest()[:16]
+        """Stable short id of what a kernel's cycles and seconds depend on: every constant but the
+        host link's (LINK_FIELDS), and the DPU slot model that prices instructions (16 hex digits
+        of SHA-256). Stored runs are keyed by it, so refitting the link model keeps them."""
+        return _digest(self, (f.name for f in fields(self) if f.name not in LINK_FIELDS),
+                       f"slots={slot_model_identity()}")
+
+    @property
+    def link_hash(self) -> str:
+        """Stable short id of what a run's host transfer time depends on: the host link's
+        constants and the version of the rules that price transfers (LINK_RULES)."""
+        return _digest(self, sorted(LINK_FIELDS), f"rules={LINK_RULES}")
+
+    @property
+    def full_hash(self) -> str:
+        """Stable short id of every constant (kernel and link): names a design point."""
+        return hashlib.sha256(f"{self.hash};{self.link_hash}".encode()).hexdigest()[:16]
 
     def routine_cost(self, name: str) -> RoutineCost | None:
         """The cost entry of a routine charged by table, or None if it runs natively."""
@@ -167,6 +189,11 @@ class DpuConfig:
     def with_(self, **changes) -> "DpuConfig":
         """A copy with some constants changed (sweeps, calibration)."""
         return replace(self, **changes)
+
+
+def _digest(config: DpuConfig, names, suffix: str) -> str:
+    text = ";".join(f"{name}={getattr(config, name)!r}" for name in names)
+    return hashlib.sha256(f"{text};{suffix}".encode()).hexdigest()[:16]
 
 
 # The configurations users name (--sim-config): the calibrated constants, or the literature values alone.

@@ -43,7 +43,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from cnmtune.errors import Deadlock, InvalidRetime
-from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.sim.config import LINK_FIELDS, DpuConfig
 from cnmtune.runtime.sim.timing import DpuTimeline, DpuTiming, routine_cost_vectors
 from cnmtune.runtime.sim.trace import Action, Segment, Trace
 
@@ -51,10 +51,7 @@ __all__ = ["HOST_FIELDS", "InvalidRetime", "PreparedTrace", "Signature", "checke
            "signature_of", "timing_key"]
 
 # DpuConfig fields the DPU timeline never reads: cycles do not depend on them
-HOST_FIELDS = frozenset({"frequency_hz", "launch_overhead_s", "host_to_dpu_Bps", "dpu_to_host_Bps",
-                         "chip_to_dpu_Bps", "chip_to_host_Bps", "rank_to_dpu_Bps", "rank_to_host_Bps",
-                         "broadcast_Bps", "transfer_latency_s", "transfer_per_dpu_s", "dpus_per_chip",
-                         "dpus_per_rank"})
+HOST_FIELDS = LINK_FIELDS | {"frequency_hz", "launch_overhead_s"}
 
 # signature channels: (kind, id)
 BIT, SEM, VALUE = 0, 1, 2

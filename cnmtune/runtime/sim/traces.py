@@ -8,9 +8,10 @@ the same segments share one file). Every file is written atomically and the mani
 a set with a manifest is complete; the manifest holds each file's SHA-256, checked on load.
 
 Sets live under `--traces DIR` or `<cache dir>/traces`, keyed by ELF hash + DPUs + size +
-input seed + workload parameters + recording config hash: the ELF hash covers the kernel
-sources, pipeline, tasklets and defines, and a timing-dependent program may record different
-segments under another config.
+input seed + workload parameters + the recording config's full hash (kernel and link constants:
+the set keeps the recorded transfer times): the ELF hash covers the kernel sources, pipeline,
+tasklets and defines, and a timing-dependent program may record different segments under
+another config.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def config_from_json(data: dict) -> DpuConfig:
 def trace_key(elf_hash: str, dpus: int, size: int, seed: int, params: dict, config: DpuConfig) -> str:
     """The store key of a recorded run (see the module docstring)."""
     return content_key("trace-set", str(FORMAT), elf_hash, str(dpus), str(size), str(seed),
-                       json.dumps(params, sort_keys=True, default=str), config.hash)[:32]
+                       json.dumps(params, sort_keys=True, default=str), config.full_hash)[:32]
 
 
 def _trace_arrays(trace: Trace) -> dict[str, np.ndarray]:

@@ -33,7 +33,7 @@ def test_a_variant_is_recorded_once_and_retimed_exactly_under_each_design(genera
     assert (report.units, report.recorded, report.failed, report.retimed, report.invalid) == (1, 1, 0, 3, 0)
     configs = sample_designs(3, seed=4)
     with Store(root / "store.sqlite") as store:
-        assert [d.hash for d in designs(store)] == [c.hash for c in configs]
+        assert [d.hash for d in designs(store)] == [c.full_hash for c in configs]
         [unit] = trace_sets(store)
         rows = {r.design_hash: r for r in retimes(store)}
     assert unit.status == "ok" and unit.kernel == "va" and unit.launches == 1
@@ -41,7 +41,7 @@ def test_a_variant_is_recorded_once_and_retimed_exactly_under_each_design(genera
     # the same cycles and seconds as the sweep's own re-timing of each design
     swept = sweep_trace_set(trace_set, [DesignPoint((("design", i),), c) for i, c in enumerate(configs)])
     for config, result in zip(configs, swept.results):
-        row = rows[config.hash]
+        row = rows[config.full_hash]
         assert result.method == "retimed" and row.ok
         assert row.cycles == sum(result.launch_cycles)
         assert (row.kernel_seconds, row.transfer_seconds) == (result.kernel_s, result.transfer_s)

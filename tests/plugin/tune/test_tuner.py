@@ -17,6 +17,7 @@ from cnmtune.costmodel.learn.samples import input_columns
 from cnmtune.errors import ModelError
 from cnmtune.plugin.tune import TuneSpec, tune
 from cnmtune.runtime.executor import InlineExecutor
+from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.store import Store
 
 # one DPU count (the kernel objective), tasklets >= DPUs and no knobs, as in the test model's
@@ -84,6 +85,21 @@ def test_a_second_tune_reuses_recorded_runs(exhaustive, model):
         report = tune(again, InlineExecutor(), store)
     assert report.executed == 0 and report.reused == len(report.runs)
     assert report.chosen.measured_s == first.chosen.measured_s
+
+
+def test_runs_priced_by_another_link_model_run_again_and_are_recorded_with_this_one(exhaustive, tmp_path):
+    db, spec, first = exhaustive
+    copy = tmp_path / "relinked.sqlite"
+    with Store(db) as source:
+        source.connection.execute(f"VACUUM INTO '{copy}'")
+    with Store(copy) as store:
+        store.connection.execute("UPDATE runs SET link_hash = 'an-older-link-model'")
+        report = tune(TuneSpec(**{**spec.__dict__, "exhaustive": False}), InlineExecutor(), store)
+        assert report.reused == 0 and report.executed == len(report.runs)
+        assert report.chosen.measured_s == first.chosen.measured_s  # the kernel time is the same
+        ran = {(c.elf_hash, c.dpus) for c in report.runs}
+        current = {r.link_hash for r in store.runs() if (r.elf_hash, r.dpus) in ran}
+    assert current == {DpuConfig.calibrated().link_hash}
 
 
 def test_every_round_after_the_first_scores_with_the_model_fine_tuned_on_the_runs(exhaustive, model):
