@@ -2,9 +2,12 @@
 
 Runs the 62 rows of upmem_hw_prim_times.csv (VA, RED, BS, GEMV at 1..64 DPUs, 16 tasklets, O2;
 from --data, by default the copy shipped in cnmtune/data/calibration) once on the simulator,
-verified; then searches the DMA-engine and launch constants by re-timing the recorded traces
-(kernel_ms MAPE) and the host-link constants by re-pricing the transfer logs (transfer MAPE).
-Writes the fit (constants, errors before and after, the data's hash) as JSON to --out. Only
+verified, and, when fitting transfers, the 30 rows of upmem_hw_validation_times.csv (MLP, SCAN-SSA)
+if --data holds it; then searches the DMA-engine and launch constants by re-timing the recorded
+traces of the first 62 (kernel_ms MAPE) and fits the transfer constants by re-pricing every row's
+transfer log against its CPU->DPU, DPU->CPU and Inter-DPU times (log least squares; 5-95 % ranges
+from 200 row-bootstrap refits). Writes the fit (constants, ranges, errors before and after, the
+data's hashes) as JSON to --out. Only
 --apply makes it the simulator's default, cnmtune/runtime/sim/calibrated.py
 (DpuConfig.calibrated()): that changes every later simulated time, and the file is tracked.
 
@@ -21,6 +24,7 @@ import datetime
 import hashlib
 from pathlib import Path
 
+import numpy as np
 import script_io
 from rich.console import Console
 from rich.progress import Progress
@@ -31,29 +35,44 @@ from cnmtune.atomic import atomic_write
 
 HERE = Path(__file__).resolve().parent
 MODULE = HERE.parent / "cnmtune" / "runtime" / "sim" / "calibrated.py"
-FITTED_FIELDS = [k.name for k in calibration.KERNEL_KNOBS + calibration.TRANSFER_KNOBS]
+FITTED_FIELDS = [k.name for k in calibration.KERNEL_KNOBS] + list(calibration.TRANSFER_FIELDS)
+BOOTSTRAP_SAMPLES = 200
 
 
-def errors(runs, config) -> dict:
-    """Kernel and transfer MAPE, overall and per benchmark."""
-    out = {"kernel": {}, "cpu_to_dpu": {}, "dpu_to_cpu": {}}
-    for bench in sorted({r.row.benchmark for r in runs}) + ["all"]:
-        chosen = [r for r in runs if bench in ("all", r.row.benchmark)]
-        transfers = [calibration.predicted_transfer_ms(r, config) for r in chosen]
-        out["kernel"][bench] = calibration.mape([(calibration.predicted_kernel_ms(r, config), r.row.kernel_ms)
-                                                 for r in chosen])
-        for k, column in enumerate(("cpu_to_dpu", "dpu_to_cpu")):
-            pairs = [(t[k], getattr(r.row, column + "_ms")) for t, r in zip(transfers, chosen)
-                     if calibration.comparable(r.row.benchmark, column + "_ms")]
+def errors(kernel_runs, transfer_runs, config) -> dict:
+    """Kernel MAPE of `kernel_runs` (the fitted CSV's rows) and transfer MAPE per column of
+    `transfer_runs`, overall and per benchmark."""
+    out = {"kernel": {}, "cpu_to_dpu": {}, "dpu_to_cpu": {}, "dpu_to_dpu": {}}
+    for bench in sorted({r.row.benchmark for r in transfer_runs}) + ["all"]:
+        kernel = [r for r in kernel_runs if bench in ("all", r.row.benchmark)]
+        if kernel:
+            out["kernel"][bench] = calibration.mape([(calibration.predicted_kernel_ms(r, config), r.row.kernel_ms)
+                                                     for r in kernel])
+        chosen = [r for r in transfer_runs if bench in ("all", r.row.benchmark)]
+        cells = [list(zip(calibration.predicted_transfer_ms(r, config), calibration.measured_transfer_ms(r.row)))
+                 for r in chosen]  # (predicted, measured) per TRANSFER_COLUMNS column
+        for k, column in enumerate(("cpu_to_dpu", "dpu_to_cpu", "dpu_to_dpu")):
+            pairs = [row[k] for row in cells if row[k][1] is not None]
             out[column][bench] = calibration.mape(pairs) if pairs else None
     return out
 
 
-def fit_record(config: DpuConfig, csv_path: Path, before: dict, after: dict) -> dict:
-    """What --out holds: the fitted constants, their errors before and after, the data they came from."""
-    return {"data": {"file": csv_path.name, "sha256": hashlib.sha256(csv_path.read_bytes()).hexdigest()},
+def transfer_ranges(runs, config: DpuConfig, samples: int = BOOTSTRAP_SAMPLES) -> dict[str, list[float]]:
+    """5-95 % range of each transfer constant over row-bootstrap refits from `config`'s values."""
+    data = calibration.transfer_data(runs, config)
+    fitted = {name: getattr(config, name) for name in calibration.TRANSFER_FIELDS}
+    sets = calibration.bootstrap_transfer_constants(data, fitted, samples)
+    return {name: [float(v) for v in np.percentile([s[name] for s in sets], [5, 95])]
+            for name in calibration.TRANSFER_FIELDS}
+
+
+def fit_record(config: DpuConfig, csv_paths: list[Path], before: dict, after: dict,
+               ranges: dict[str, list[float]] | None = None) -> dict:
+    """What --out holds: the fitted constants (and the transfer constants' 5-95 % ranges), their
+    errors before and after, the data they came from."""
+    return {"data": [{"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()} for path in csv_paths],
             "date": datetime.date.today().isoformat(), "before": before, "after": after,
-            "fields": {name: getattr(config, name) for name in FITTED_FIELDS}}
+            "fields": {name: getattr(config, name) for name in FITTED_FIELDS}, "transfer_ranges": ranges or {}}
 
 
 def module_text(fit: dict) -> str:
@@ -62,14 +81,21 @@ def module_text(fit: dict) -> str:
     lines = [
         '"""Constants fitted on real UPMEM times. Generated by benchmarks/calibrate_sim.py --apply; do not edit.',
         "",
-        f"Data: {fit['data']['file']} (sha256 {fit['data']['sha256'][:16]}), {fit['date']}.",
+        "Data: " + ", ".join(f"{d['file']} (sha256 {d['sha256'][:16]})" for d in fit["data"]) + f", {fit['date']}.",
         f"kernel_ms MAPE: {before['kernel']['all']:.1f} % at the start of the search, "
         f"{after['kernel']['all']:.1f} % fitted.",
-        f"Transfer MAPE (CPU->DPU / DPU->CPU): {after['cpu_to_dpu']['all']:.1f} % / {after['dpu_to_cpu']['all']:.1f} %.",
+        "Transfer MAPE (CPU->DPU / DPU->CPU / Inter-DPU): "
+        + " / ".join("-" if after[c].get("all") is None else f"{after[c]['all']:.1f} %"
+                     for c in ("cpu_to_dpu", "dpu_to_cpu", "dpu_to_dpu")) + ".",
         '"""',
         "",
         "FIELDS: dict[str, float] = {",
         *(f"    {name!r}: {value!r}," for name, value in fit["fields"].items()),
+        "}",
+        "",
+        f"# 5-95 % range of each transfer constant over {BOOTSTRAP_SAMPLES} row-bootstrap refits",
+        "TRANSFER_RANGES: dict[str, tuple[float, float]] = {",
+        *(f"    {name!r}: ({low!r}, {high!r})," for name, (low, high) in fit.get("transfer_ranges", {}).items()),
         "}",
         "",
     ]
@@ -94,17 +120,23 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="coordinate-search rounds")
     args = parser.parse_args()
     (csv_path,) = script_io.data_files(parser, args.data, calibration.FITTED_CSV)
+    groups = args.fit.split(",")
+    held_out = args.data / calibration.VALIDATION_CSV  # transfers are fitted on its rows too, when there
+    csv_paths = [csv_path] + ([held_out] if "transfers" in groups and held_out.is_file() else [])
     console = Console()
     rows = calibration.load_rows(csv_path)
+    extra = calibration.load_rows(held_out) if len(csv_paths) > 1 else []
     prior = DpuConfig.calibrated() if args.start == "calibrated" else DpuConfig()
     with Progress(console=console) as progress:
-        task = progress.add_task("simulating calibration rows", total=len(rows))
-        runs = calibration.simulate_rows(rows, HERE / "prim", prior, lambda row: progress.advance(task))
-    before = errors(runs, prior)
+        task = progress.add_task("simulating calibration rows", total=len(rows) + len(extra))
+        runs = calibration.simulate_rows(rows + extra, HERE / "prim", prior, lambda row: progress.advance(task))
+    kernel_runs = runs[:len(rows)]
+    before = errors(kernel_runs, runs, prior)
     console.print(f"{args.start} values: kernel MAPE {before['kernel']['all']:.1f} %")
-    fitted = calibration.fit(runs, prior, groups=args.fit.split(","), rounds=args.rounds,
-                             report=lambda name, value: console.print(f"  {name} -> {value:.6g}"))
-    fit = fit_record(fitted, csv_path, before, after=errors(runs, fitted))
+    fitted = calibration.fit(kernel_runs, prior, groups=groups, rounds=args.rounds,
+                             report=lambda name, value: console.print(f"  {name} -> {value:.6g}"), transfer_runs=runs)
+    ranges = transfer_ranges(runs, fitted) if "transfers" in groups else None
+    fit = fit_record(fitted, csv_paths, before, after=errors(kernel_runs, runs, fitted), ranges=ranges)
     script_io.write_json(args.out, fit)
     console.print(f"fitted: kernel MAPE {fit['after']['kernel']['all']:.1f} %; wrote {args.out}")
     if args.apply:

@@ -16,7 +16,9 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
+from rich.console import Console
 
 from cnmtune.runtime.sim import calibration
 from cnmtune.runtime.sim.config import DpuConfig
@@ -77,6 +79,60 @@ def test_data_without_the_csvs_is_one_usage_error_naming_what_to_pass(script, tm
     assert "--data" in error and calibration.FITTED_CSV in error and calibration.VALIDATION_CSV in error
 
 
+# -------------------------------------------------------------------------------- validate_sim
+def _validation_record(bench: str, dpus: int, size: int, cpu_to_dpu: tuple[float, float, int],
+                       inter: tuple[float, float, int] | None = None) -> dict:
+    """A row as validate_sim.simulate records it: each step's (simulated ms, measured ms, bytes per DPU)."""
+    record = {"benchmark": bench, "fitted": True, "dpus": dpus, "size": size, "kernel_ms": 1.0, "kernel_ms_real": 1.1}
+    steps = {"cpu_to_dpu_ms": cpu_to_dpu, "dpu_to_cpu_ms": (1.0, 1.0, 8), "dpu_to_dpu_ms": inter}
+    for column, step in steps.items():
+        simulated, measured, nbytes = step or (0.0, None, 0)
+        to_dpu = column == "cpu_to_dpu_ms"
+        record |= {column: simulated, column + "_real": measured, column + "_bytes_to": nbytes if to_dpu else 0,
+                   column + "_bytes_from": 0 if to_dpu else nbytes}
+    return record
+
+
+def test_validate_sim_finds_the_least_mape_line_exactly():
+    validate_sim = _script("validate_sim")
+    assert validate_sim.best_line_errors([1, 2, 3], [2.0, 3.0, 4.0]) == pytest.approx([0, 0, 0])
+    assert validate_sim.best_line_errors([8, 8, 8], [1.0, 2.0, 4.0]) == pytest.approx([0.0, 0.5, 0.75])  # a constant
+    rng = np.random.default_rng(41)
+    x, y = rng.uniform(1, 100, 6), rng.uniform(1, 10, 6)
+    best = sum(validate_sim.best_line_errors(list(x), list(y)))
+    grid = min(float(np.sum(np.abs(a + b * x - y) / y))
+               for a in np.linspace(-10, 10, 201) for b in np.linspace(-0.2, 0.2, 201))
+    assert best <= grid + 1e-12 and best > 0
+
+
+def test_validate_sim_reports_each_direction_next_to_its_floor():
+    """Transfer MAPE per direction and workload, each next to the floor: the least-MAPE line in the
+    bytes per (workload, DPU count) group of at least 3 rows; a direction a workload does not
+    measure is '-', and the table reads at 80 columns."""
+    validate_sim = _script("validate_sim")
+    records = [_validation_record("VA", 4, n, (1.2 * (1 + n / 1000), 1 + n / 1000, n)) for n in (1000, 2000, 4000)]
+    records += [_validation_record("VA", 1, 5000, (6.0, 5.0, 5000)),  # alone at 1 DPU: not in the floor
+                *(_validation_record("MLP", 4, n, (2.0, 2.0, n), inter=(0.5, m, n)) for n, m in
+                  ((256, 0.3), (512, 0.5), (1024, 0.3)))]
+    summary, floors = validate_sim.summarise(records), validate_sim.floor(records)
+    assert summary["cpu_to_dpu_ms"]["VA"] == pytest.approx(20.0) and summary["cpu_to_dpu_ms"]["MLP"] == 0.0
+    assert summary["dpu_to_dpu_ms"]["VA"] is None
+    assert summary["dpu_to_dpu_ms"]["MLP"] == pytest.approx(100 * (2 / 3 + 0 + 2 / 3) / 3)
+    assert floors["cpu_to_dpu_ms"]["VA"] == {"floor": pytest.approx(0.0), "rows": 3,
+                                             "simulated_on_rows": pytest.approx(20.0)}
+    # MLP's Inter-DPU: 0.3, 0.5, 0.3 ms at 256, 512, 1024 B; the best line misses only the 512-B row by 0.2 / 0.5
+    assert floors["dpu_to_dpu_ms"]["MLP"]["floor"] == pytest.approx(100 * 0.4 / 3)
+    assert floors["dpu_to_dpu_ms"]["VA"] is None and floors["dpu_to_dpu_ms"]["all"]["rows"] == 3
+    console = Console(width=80, record=True)
+    console.print(validate_sim.transfer_table(summary, floors))
+    text = console.export_text()
+    assert max(map(len, text.splitlines())) <= 80 and "\u2026" not in text
+    rows = {cells[0]: cells[1:] for cells in (line.translate({ord("│"): " ", ord("┃"): " "}).split()
+                                             for line in text.splitlines()) if cells}
+    assert rows["workload"] == ["CPU->DPU", "floor", "DPU->CPU", "floor", "Inter-DPU", "floor"]
+    assert rows["VA"] == ["20.0", "0.0", "0.0", "0.0", "-", "-"] and rows["MLP"][-2:] == ["44.4", "13.3"]
+
+
 # ------------------------------------------------------------------------------- calibrate_sim
 def test_calibrate_without_apply_writes_the_fit_and_leaves_calibrated_py(tmp_path):
     data = tmp_path / "data"
@@ -95,9 +151,10 @@ def test_calibrate_without_apply_writes_the_fit_and_leaves_calibrated_py(tmp_pat
     assert result.returncode == 0, result.stderr[-2000:]
     assert CALIBRATED.read_bytes() == before
     fit = json.loads(out.read_text())
-    assert fit["data"] == {"file": calibration.FITTED_CSV,
-                           "sha256": hashlib.sha256((data / calibration.FITTED_CSV).read_bytes()).hexdigest()}
-    assert set(fit["fields"]) == {k.name for k in calibration.KERNEL_KNOBS + calibration.TRANSFER_KNOBS}
+    assert fit["data"] == [{"file": calibration.FITTED_CSV,
+                            "sha256": hashlib.sha256((data / calibration.FITTED_CSV).read_bytes()).hexdigest()}]
+    assert set(fit["fields"]) == {k.name for k in calibration.KERNEL_KNOBS} | set(calibration.TRANSFER_FIELDS)
+    assert set(fit["transfer_ranges"]) == set(calibration.TRANSFER_FIELDS)
     assert set(fit["after"]["kernel"]) == {"GEMV", "all"}
     assert "unchanged" in result.stdout
 
@@ -105,14 +162,18 @@ def test_calibrate_without_apply_writes_the_fit_and_leaves_calibrated_py(tmp_pat
 def test_apply_writes_the_module_that_calibrated_loads(tmp_path):
     calibrate_sim = _script("calibrate_sim")
     assert calibrate_sim.MODULE == CALIBRATED
-    errors = {"kernel": {"all": 10.0}, "cpu_to_dpu": {"all": 30.0}, "dpu_to_cpu": {"all": 20.0}}
+    errors = {"kernel": {"all": 10.0}, "cpu_to_dpu": {"all": 30.0}, "dpu_to_cpu": {"all": 20.0},
+              "dpu_to_dpu": {"all": 8.0}}
     fields = {name: 1.5 + k for k, name in enumerate(calibrate_sim.FITTED_FIELDS)}
-    fit = {"data": {"file": "rows.csv", "sha256": "ab" * 32}, "date": "2026-01-02", "before": errors,
-           "after": errors, "fields": fields}
+    fields["xfer_host_cached_fraction"] = 0.25  # a fraction
+    ranges = {"xfer_call_s": [1.0, 2.0]}
+    fit = {"data": [{"file": "rows.csv", "sha256": "ab" * 32}], "date": "2026-01-02", "before": errors,
+           "after": errors, "fields": fields, "transfer_ranges": ranges}
     module = tmp_path / "calibrated.py"
     calibrate_sim.apply(fit, module)
     loaded = runpy.run_path(str(module))
     assert loaded["FIELDS"] == fields and "rows.csv (sha256 abababababababab), 2026-01-02" in loaded["__doc__"]
+    assert loaded["TRANSFER_RANGES"] == {"xfer_call_s": (1.0, 2.0)} and "8.0 %" in loaded["__doc__"]
     assert all(getattr(replace(DpuConfig(), **loaded["FIELDS"]), k) == v for k, v in fields.items())
 
 

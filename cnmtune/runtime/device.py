@@ -9,7 +9,8 @@ variable (`DPU_INPUT_ARGUMENTS`), an MRAM variable, or `DPU_MRAM_HEAP_POINTER_NA
 
 Times are split as PrIM's hosts report them: CPU-DPU, DPU kernel, Inter-DPU (the transfers a
 host makes between two launches to combine partial results, inside `with device.inter_dpu():`)
-and DPU-CPU.
+and DPU-CPU. Transfers inside `with device.untimed():` count nowhere: a workload reads there
+what only its results check needs, which the host program it mirrors does not transfer.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class Device(abc.ABC):
         self.nr_dpus = nr_dpus
         self.times = DeviceTimes()
         self._in_inter_dpu = False
+        self._untimed = False
 
     @contextlib.contextmanager
     def inter_dpu(self) -> Iterator["Device"]:
@@ -76,9 +78,22 @@ class Device(abc.ABC):
         finally:
             self._in_inter_dpu = outer
 
+    @contextlib.contextmanager
+    def untimed(self) -> Iterator["Device"]:
+        """Transfers inside this block are the harness's own (reading what a results check needs and
+        the mirrored host program does not transfer): in no time, byte count or transfer log."""
+        outer, self._untimed = self._untimed, True
+        try:
+            yield self
+        finally:
+            self._untimed = outer
+
     def _account_transfer(self, to_dpu: bool, seconds: float, nbytes: int) -> None:
-        """Add one transfer call to the time split: Inter-DPU inside `inter_dpu()`, else by direction."""
+        """Add one transfer call to the time split: Inter-DPU inside `inter_dpu()`, else by direction;
+        nothing inside `untimed()`."""
         times = self.times
+        if self._untimed:
+            return
         if self._in_inter_dpu:
             times.inter_dpu_s += seconds
             times.inter_dpu_bytes += nbytes

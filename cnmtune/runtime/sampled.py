@@ -22,9 +22,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from cnmtune.dpu.memory_map import MRAM_BASE, MRAM_SIZE, WRAM_SIZE
 from cnmtune.errors import DeviceError
-from cnmtune.runtime.device import Buffer, Device, as_bytes
+from cnmtune.runtime.device import Device
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import LaunchRecord, SimDevice, Transfer
 from cnmtune.runtime.sim.dpu import DEFAULT_BUDGET, SimulatedDpu
@@ -45,10 +44,6 @@ def _device_call(method):
             self.device_call_s += time.perf_counter() - start
 
     return timed
-
-
-def _nbytes(data: Buffer) -> int:
-    return data.nbytes if hasattr(data, "nbytes") else len(data)
 
 
 class SampledSimDevice(SimDevice):
@@ -88,60 +83,12 @@ class SampledSimDevice(SimDevice):
         for dpu in self.sim.values():
             dpu.load(self.image, self.config)
 
-    def _range(self, symbol: str, offset: int, nbytes: int) -> int:
-        address = self._address(symbol) + offset
-        in_wram = 0 <= address and address + nbytes <= WRAM_SIZE
-        in_mram = MRAM_BASE <= address and address + nbytes <= MRAM_BASE + MRAM_SIZE
-        if not (in_wram or in_mram):
-            raise DeviceError(f"host access of {nbytes} B at {symbol}+{offset} ({address:#x}) is outside WRAM and "
-                              "MRAM")
-        return address
+    def _held(self, dpu: int) -> SimulatedDpu | None:
+        return self.sim.get(dpu)
 
-    # ------------------------------------------------------------ transfers
-    @_device_call
-    def copy_to(self, dpu: int, symbol: str, data: Buffer, offset: int = 0) -> None:
-        self._check_dpu(dpu)
-        address = self._range(symbol, offset, _nbytes(data))
-        if dpu in self.sim:
-            self.sim[dpu].write(address, as_bytes(data), symbol)
-        self._record(Transfer(True, "serial", _nbytes(data), 1))
-
-    @_device_call
-    def copy_from(self, dpu: int, symbol: str, nbytes: int, offset: int = 0) -> bytes:
-        self._check_dpu(dpu)
-        address = self._range(symbol, offset, nbytes)
-        data = self.sim[dpu].read(address, nbytes, symbol) if dpu in self.sim else bytes(nbytes)
-        self._record(Transfer(False, "serial", nbytes, 1))
-        return data
-
-    @_device_call
-    def push_to(self, symbol: str, buffers: list[Buffer], offset: int = 0) -> None:
-        if len(buffers) != self.nr_dpus:
-            raise DeviceError(f"push_to needs one buffer per DPU: got {len(buffers)} for {self.nr_dpus} DPUs")
-        sizes = {_nbytes(b) for b in buffers}
-        if len(sizes) > 1:
-            raise DeviceError(f"parallel transfers need the same size on every DPU, got sizes {sorted(sizes)}")
-        nbytes = sizes.pop()
-        address = self._range(symbol, offset, nbytes)
-        for d, dpu in self.sim.items():
-            dpu.write(address, as_bytes(buffers[d]), symbol)
-        self._record(Transfer(True, "parallel", nbytes, self.nr_dpus))
-
-    @_device_call
-    def push_from(self, symbol: str, nbytes: int, offset: int = 0) -> list[bytes]:
-        address = self._range(symbol, offset, nbytes)
-        zeros = bytes(nbytes)
-        data = [self.sim[d].read(address, nbytes, symbol) if d in self.sim else zeros for d in range(self.nr_dpus)]
-        self._record(Transfer(False, "parallel", nbytes, self.nr_dpus))
-        return data
-
-    @_device_call
-    def broadcast(self, symbol: str, data: Buffer, offset: int = 0) -> None:
-        address = self._range(symbol, offset, _nbytes(data))
-        raw = as_bytes(data) if self.sim else b""
-        for dpu in self.sim.values():
-            dpu.write(address, raw, symbol)
-        self._record(Transfer(True, "broadcast", _nbytes(data), self.nr_dpus))
+    # ------------------------------------------------------------ transfers: SimDevice's, timed
+    write = _device_call(SimDevice.write)
+    read = _device_call(SimDevice.read)
 
     # ------------------------------------------------------------ execution
     def launch(self) -> None:

@@ -117,6 +117,7 @@ def test_inputs_and_reference_agree(kernels, name, dpus, tasklets):
         assert inputs["array"].shape == (work.size,) and inputs["array"].dtype == np.int64
         assert queries.size >= work.size // 8 and queries.size % (dpus * tasklets) == 0
         assert expected["found"].shape == queries.shape and expected["found"].dtype == np.int64
+        assert expected["largest_found"].tolist() == [expected["found"].max()]  # PrIM's result
     elif name == "gemv":
         assert inputs["A"].shape == (work.size, 64) and inputs["x"].shape == (64,)
         assert expected["y"].shape == (work.size,) and expected["y"].dtype == np.uint32

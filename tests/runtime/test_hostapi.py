@@ -17,9 +17,12 @@ from pathlib import Path
 import pytest
 
 from cnmtune.plugin.app import AppProject
+from cnmtune.runtime.device import DPU_MRAM_HEAP_POINTER_NAME
 from cnmtune.runtime.hostapi import host_environment
 from cnmtune.runtime.hostapi.protocol import DpuStatus
 from cnmtune.runtime.hostapi.server import HostApiError, parse_profile
+from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.sim.device import SimDevice, transfer_seconds
 
 FAULTS_APP = Path(__file__).with_name("hostapi_faults")
 
@@ -189,3 +192,59 @@ def test_all_dpus_ranks_and_their_iterators(faults_app):
     assert run.stdout.splitlines() == ["all: 70 DPUs in 2 ranks", "rank 0: 64 DPUs, 64 iterated",
                                        "rank 1: 6 DPUs, 6 iterated", "one rank: 64 DPUs"]
     assert [(s.nr_dpus, s.simulated_dpus, s.launches) for s in run.sets] == [(70, 2, 0), (64, 2, 0)]
+
+
+def test_the_same_traffic_costs_the_same_through_the_host_library_and_the_device_api(faults_app, tmp_path):
+    """Issue 41: each call of a C host program (libdpu.c) is priced as the same call of a Python
+    workload (SimDevice): copies one DPU at a time, a push of one shared buffer and of distinct
+    ones, a broadcast, WRAM and MRAM, and the pulls back."""
+    source = tmp_path / "traffic.c"
+    source.write_text("""
+#include <dpu.h>
+#include <stdint.h>
+int main(void) {
+    struct dpu_set_t set, dpu;
+    uint32_t each;
+    static uint64_t heap[4][512], shared[512];
+    uint32_t words[4][8] = { { 0 } };
+    DPU_ASSERT(dpu_alloc(4, "backend=simulator", &set));
+    DPU_ASSERT(dpu_load(set, "bin/dpu_code", NULL));
+    DPU_FOREACH(set, dpu, each) DPU_ASSERT(dpu_copy_to(dpu, DPU_MRAM_HEAP_POINTER_NAME, 0, heap[each], 64));
+    DPU_FOREACH(set, dpu, each) DPU_ASSERT(dpu_prepare_xfer(dpu, shared));
+    DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, sizeof shared, DPU_XFER_DEFAULT));
+    DPU_FOREACH(set, dpu, each) DPU_ASSERT(dpu_prepare_xfer(dpu, heap[each]));
+    DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, sizeof heap[0], DPU_XFER_DEFAULT));
+    DPU_FOREACH(set, dpu, each) DPU_ASSERT(dpu_prepare_xfer(dpu, words[each]));
+    DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, "words", 0, sizeof words[0], DPU_XFER_DEFAULT));
+    DPU_ASSERT(dpu_broadcast_to(set, DPU_MRAM_HEAP_POINTER_NAME, 0, shared, sizeof shared, DPU_XFER_DEFAULT));
+    DPU_FOREACH(set, dpu, each) DPU_ASSERT(dpu_prepare_xfer(dpu, heap[each]));
+    DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_FROM_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, sizeof heap[0], DPU_XFER_DEFAULT));
+    DPU_FOREACH(set, dpu, each) DPU_ASSERT(dpu_copy_from(dpu, "words", 0, words[each], sizeof words[0]));
+    /* no buffer prepared: an empty transfer, as the SDK's */
+    DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_FROM_DPU, "words", 0, sizeof words[0], DPU_XFER_DEFAULT));
+    DPU_ASSERT(dpu_free(set));
+    return 0;
+}
+""")
+    program, env = _compile_host(source)
+    report = tmp_path / "report.json"
+    subprocess.run([str(program)], cwd=faults_app.root, env=env | {"CNMTUNE_REPORT": str(report)},
+                   capture_output=True, text=True, check=True)
+    c_seconds = [t["seconds"] for t in json.loads(report.read_text())["sets"][0]["transfers"]]
+
+    device = SimDevice(4, DpuConfig.named(os.environ.get("CNMTUNE_SIM_CONFIG", "calibrated")))
+    device.load(faults_app.root / "bin" / "dpu_code")
+    heap, shared, words = [bytes(4096) for _ in range(4)], bytes(4096), [bytes(32) for _ in range(4)]
+    for dpu in range(4):
+        device.copy_to(dpu, DPU_MRAM_HEAP_POINTER_NAME, heap[dpu][:64])
+    device.push_to(DPU_MRAM_HEAP_POINTER_NAME, [shared] * 4)
+    device.push_to(DPU_MRAM_HEAP_POINTER_NAME, heap)
+    device.push_to("words", words)
+    device.broadcast(DPU_MRAM_HEAP_POINTER_NAME, shared)
+    device.push_from(DPU_MRAM_HEAP_POINTER_NAME, 4096)
+    for dpu in range(4):
+        device.copy_from(dpu, "words", 32)
+    python_seconds = [transfer_seconds(t, device.config) for t in device.transfers]
+    assert c_seconds == pytest.approx(python_seconds, abs=2e-9)  # the report holds whole nanoseconds
+    assert [t.shared_buffer for t in device.transfers[4:6]] == [True, False]
+    assert python_seconds[4] < python_seconds[5]  # one host buffer for every DPU is read once

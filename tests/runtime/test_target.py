@@ -24,7 +24,7 @@ def test_targets_by_name_and_what_they_say_about_themselves():
 
 def test_the_config_hash_keys_kernel_time_and_the_link_hash_transfer_time():
     base = DpuConfig.calibrated()
-    relinked = base.with_(transfer_latency_s=2 * base.transfer_latency_s, dpus_per_rank=32)
+    relinked = base.with_(xfer_call_s=2 * base.xfer_call_s, dpus_per_rank=32)
     assert relinked.hash == base.hash  # the same cycles and kernel seconds
     assert relinked.link_hash != base.link_hash and relinked.full_hash != base.full_hash
     for kernel_field in ("dma_engine_overhead", "frequency_hz", "launch_overhead_s"):

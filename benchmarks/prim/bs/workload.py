@@ -13,18 +13,22 @@ always uses, since its Makefile never passes BL; 3..11 allowed). WRAM: each task
 three blocks (as PrIM) and 264 bytes next to its 1 KiB stack, so BL = 9 runs 16 tasklets and
 BL = 11 up to 8; the workload refuses more (KernelError) instead of letting mem_alloc fault.
 
-Host side: arguments {input_size, slice_per_dpu (uint64 each), kernel, reserved (uint32
-each)} pushed to DPU_INPUT_ARGUMENTS of every DPU; the array pushed in parallel (the same
-buffer for every DPU) to heap offset 0; each DPU's query slice at heap offset size*8; after
-the launch the host pulls each DPU's found indices (slice int64 at offset (size+slice)*8).
-The DPU work per query is PrIM's: the query read, the two unused block reads, the bisection
-with whole-block scans, the final block and remainder scans (see dpu/task.c).
+Host side, PrIM's transfers (call, memory, bytes): arguments {input_size, slice_per_dpu (uint64
+each), kernel, reserved (uint32 each)} pushed to DPU_INPUT_ARGUMENTS (WRAM) of every DPU, the
+same buffer for all; the array pushed to heap offset 0 (MRAM), the same buffer for every DPU;
+each DPU's query slice at heap offset size*8; after the launch, PrIM's DPU-CPU step: one push
+from DPU_RESULTS (WRAM, 8 bytes per tasklet: each tasklet's last found index), reduced to PrIM's
+result, the largest found index. The DPU work per query is PrIM's: the query read, the two
+unused block reads, the bisection with whole-block scans, the final block and remainder scans
+(see dpu/task.c).
 
 Remaining differences from PrIM:
-- every query's result is returned: the DPU gathers each found index (or -1) in WRAM and
-  writes them 32 at a time (one 256-byte write per 32 queries, next to PrIM's about
-  3 + log2(size / 32) block reads per query: well under 1 % more DMA); the host checks all of
-  them exactly (PrIM keeps one overwritten found value per tasklet, compares the largest);
+- every query's result is also kept and checked: the DPU gathers each found index (or -1) in
+  WRAM and writes them 32 at a time (one 256-byte write per 32 queries, next to PrIM's about
+  3 + log2(size / 32) block reads per query: well under 1 % more DMA); the host reads them
+  (each DPU's slice, int64 at heap offset (size+slice)*8) outside the timed steps
+  (Device.untimed: PrIM's host reads DPU_RESULTS only) and checks all of them exactly, and
+  the largest found index as PrIM does;
 - when the final range is exactly one block, the remainder is empty and no DMA is issued
   (PrIM issues a 0-byte mram_read): absent queries only (query 0 at the presets), one DMA less.
 """
@@ -38,6 +42,7 @@ from cnmtune.runtime.workload import Workload
 
 NOT_FOUND = -1
 FOUND_BATCH = 32  # found indices per MRAM write (dpu/task.c)
+RESULT_BYTES = 8  # one DPU_RESULTS entry per tasklet (support/common.h, bs_results_t)
 
 
 class BinarySearch(Workload):
@@ -78,7 +83,8 @@ class BinarySearch(Workload):
         pos = np.searchsorted(array, queries)
         hit = pos < array.size
         hit[hit] = array[pos[hit]] == queries[hit]
-        return {"found": np.where(hit, pos, NOT_FOUND).astype(np.int64)}
+        found = np.where(hit, pos, NOT_FOUND).astype(np.int64)
+        return {"found": found, "largest_found": np.array([found.max()], np.int64)}
 
     def execute(self, device, inputs):
         array, queries = inputs["array"], inputs["queries"]
@@ -92,6 +98,9 @@ class BinarySearch(Workload):
         device.push_to(DPU_MRAM_HEAP_POINTER_NAME, [array] * self.nr_dpus)
         device.push_to(DPU_MRAM_HEAP_POINTER_NAME, np.split(queries, self.nr_dpus), offset=n * 8)
         device.launch()
-        chunks = device.push_from(DPU_MRAM_HEAP_POINTER_NAME, slice_per_dpu * 8,
-                                  offset=(n + slice_per_dpu) * 8)
-        return {"found": np.concatenate([np.frombuffer(c, np.int64) for c in chunks])}
+        results = device.push_from("DPU_RESULTS", RESULT_BYTES * self.tasklets)
+        largest = max(np.frombuffer(r, np.int64).max() for r in results)
+        with device.untimed():
+            chunks = device.push_from(DPU_MRAM_HEAP_POINTER_NAME, slice_per_dpu * 8, offset=(n + slice_per_dpu) * 8)
+        return {"found": np.concatenate([np.frombuffer(c, np.int64) for c in chunks]),
+                "largest_found": np.array([largest], np.int64)}

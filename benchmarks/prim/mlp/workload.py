@@ -16,10 +16,19 @@ Compile time: BL, log2 of the MRAM->WRAM block in bytes (default 10; 3..11 keeps
 BL = 10 runs up to 21 tasklets and BL = 11 up to 12; the workload refuses larger counts
 (KernelError) instead of letting mem_alloc fault.
 
-Host side as PrIM (GEMV's split and layout, common/gemv_host.py): the arguments {n_size,
+Host side: PrIM's calls (GEMV's split and layout, common/gemv_host.py): the arguments {n_size,
 n_size_pad, nr_rows, max_rows} once, W_0 and x by parallel pushes, launch; then for each next
 layer: pull every DPU's y, pack the real rows into one vector, push its first n entries as x
-(these two are PrIM's Inter-DPU time) and the layer's weights (CPU-DPU time), launch. The DPU program is PrIM's GEMV loop (common/gemv_rows.h).
+(the same buffer for every DPU), push the layer's weights, launch. Which step each call is
+timed in follows the calibration rows (cnmtune/data/calibration: uPIMulator's artifact), not
+PrIM's host/app.c: the y pull and the x push of layers 1 and 2 are Inter-DPU time, the weights
+of every layer CPU-DPU time (uPIMulator's tools/upmem_reg_model/src/benchmark/mlp.py counts them
+so). PrIM's app.c times W_1 and W_2 inside its Inter-DPU timer, which it restarts at every layer,
+so it would print the last layer's pull + x push + W_2 push (4 MB per DPU at n = 2048 on 4 DPUs).
+The rows measure 0.29-0.50 ms of Inter-DPU time at every n and DPU count, too little for any
+weight push, and 62.6 ms of CPU-DPU time at n = 2048 on 4 DPUs: 0.77 GB/s if it holds all three
+layers' weights (48 MB), near VA's 1.0-1.3 GB/s at 4 DPUs, but 0.27 GB/s for W_0 alone. The DPU
+program is PrIM's GEMV loop (common/gemv_rows.h).
 
 Remaining differences from PrIM:
 - rows sit in MRAM at stride n_pad (zero-padded to even length), PrIM's at stride n with a
@@ -96,6 +105,6 @@ class MlpWorkload(Workload):
         for l in range(1, NUM_LAYERS):
             with device.inter_dpu():  # PrIM's Inter-DPU step: this layer's output is the next one's input
                 layout.push_vector(device, self._next_input(layout.pull_result(device, np.int32)))
-            layout.push_matrix(device, inputs[f"W{l}"])  # PrIM times the weights as CPU-DPU
+            layout.push_matrix(device, inputs[f"W{l}"])  # CPU-DPU time, as the calibration rows count it
             device.launch()
         return {"y": layout.pull_result(device, np.int32)}

@@ -10,7 +10,7 @@ error), on every (program, design) pair with an exact re-timing.
 
 Only cycles are learned: the clock, the launch overhead and the host transfers turn them into
 seconds in closed form (cycles / frequency, + overhead per launch, the transfer log priced by
-runtime/sim/device.transfer_times), which is exact and costs microseconds per design point.
+runtime/sim/device.transfer_times_under), which is exact and costs microseconds per design point.
 
 The design vector is normalised inside the model: each parameter mapped to [-1, 1] over its
 design-space range, on a log scale where the space samples it so (design_space.normalised), so

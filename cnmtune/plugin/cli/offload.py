@@ -28,6 +28,11 @@ from cnmtune.wording import counted
 #: what the columns of the sizes tables mean, printed once below them
 SIZES_KEY = ("CNM ms = kernel + xfer (CPU-DPU transfers) + host; DPUs x tasklets: the fastest CNM configuration, its "
              "kernel time simulated or extrapolated; speedup = CPU ms / CNM ms, -> the side chosen")
+#: what the summary's ranges mean, printed once below it
+SUMMARY_KEY = ("xfer share: the best config's transfer time / its CNM time at the size asked for, and the share "
+               "with the transfer constants at the cheap and the dear end of their fitted 5-95 % ranges; flips "
+               "between: the sizes around the flip, and the first size past it at those two ends ('<' / '>': beyond "
+               "the swept sizes)")
 
 
 def offload_command(
@@ -86,6 +91,7 @@ def offload_command(
         console.print(_sizes_table(report))
     console.print(SIZES_KEY, highlight=False, markup=False)
     console.print(_summary_table(reports))
+    console.print(SUMMARY_KEY, highlight=False, markup=False)
     for text in dict.fromkeys(n for r in reports for n in r.notes):  # how the numbers were obtained
         console.print(f"- {text}", highlight=False, markup=False)
     if emit_header:
@@ -101,7 +107,7 @@ def _sizes_table(report: OffloadReport) -> Table:
         table.add_column(column, justify="left" if column == "DPUs x tasklets" else "right", overflow="fold")
     for p in report.points:
         b = p.best
-        origin = {"requested": "\n--size", "bisection": "\nbisected"}.get(p.origin, "")
+        origin = {"requested": "\n--size", "bisection": "\nbisected", "range": "\nfor range"}.get(p.origin, "")
         times = tuple(map(milliseconds, (p.cnm_s, b.kernel_s, b.transfer_s, b.host_s))) if b else ("-",) * 4
         method = {"extrapolated": "extrap."}.get(b.method, b.method) if b else ""
         table.add_row(f"{p.size:,}{origin}", milliseconds(p.cpu.seconds), *times,
@@ -111,17 +117,27 @@ def _sizes_table(report: OffloadReport) -> Table:
 
 
 def _summary_table(reports: list[OffloadReport]) -> Table:
-    """One row per kernel: the decision at --size and where the decision flips."""
+    """One row per kernel: the decision at --size, its transfer share and where the decision flips,
+    each with its range over the transfer constants' fitted ranges."""
     table = Table(title="offload decisions")
-    for column in ("kernel", "size", "decision", "speedup", "best config", "flips between", "monotone"):
+    for column in ("kernel", "size", "decision", "speedup", "best config", "xfer share", "flips between", "monotone"):
         table.add_column(column, overflow="fold")
     for r in reports:
         at = r.at_size
         best = (f"{counted(at.best.dpus, 'DPU')} x {counted(at.best.tasklets, 'tasklet')}, {at.best.pipeline}"
                 if at.best else "-")
+        share = "-"
+        if at.best:
+            others = at.best.total_s - at.best.transfer_s
+            low, high = (t / (others + t) for t in r.transfer_range_s)
+            share = f"{at.transfer_share:.0%} ({low:.0%}-{high:.0%})"
         flip = f"{r.flip[0]:,} and {r.flip[1]:,}" if r.flip else "no flip in the swept sizes"
+        if r.flip_range:
+            low, high = (f"<{r.points[0].size:,}" if r.flip_range[0] is None else f"{r.flip_range[0]:,}",
+                         f">{r.points[-1].size:,}" if r.flip_range[1] is None else f"{r.flip_range[1]:,}")
+            flip += f"; range {low}" + ("" if low == high else f" to {high}")
         if len(r.flips) > 1:
             flip += f" ({len(r.flips)} changes)"
         table.add_row(r.kernel, f"{r.requested:,}", "offload (CNM)" if at.offload else "CPU", f"{at.speedup:.3g}x",
-                      best, flip, "yes" if r.monotone else "no")
+                      best, share, flip, "yes" if r.monotone else "no")
     return table

@@ -34,6 +34,16 @@ else the workload's numpy reference (`cpu`: 'auto' chooses at the first size; 'n
 
 Decision: offload when CPU time / CNM time >= min_speedup. The flip point is found by a
 geometric grid of sizes and a bisection between the last two sizes with different decisions.
+
+How sure: the transfer model's constants are fitted, each with a 5-95 % range (calibrated.py,
+TRANSFER_RANGES). Every candidate keeps its transfer log, so its transfers are re-priced (closed
+form, nothing re-run) with every constant at the end of its range that makes transfers cheapest,
+and at the end that makes them dearest (device.transfer_bounds: all constants at once, so a
+bound on what the ranges allow). The report gives the chosen configuration's transfer share of
+its end-to-end time at the requested size with its transfer time at both ends, and the flip
+point's range: the flip found again at both ends, by the same search (sizes already evaluated
+are re-priced; a size the search needs is evaluated, origin 'range', down to the resolution of
+the flip itself). Past the swept sizes the range is open at that end.
 """
 
 from __future__ import annotations
@@ -52,7 +62,9 @@ from cnmtune.plugin.offload.cpu_baseline import CPU_BASELINES, CpuTime, cpu_time
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sampled import SampledSimDevice
+from cnmtune.runtime.sim import calibrated
 from cnmtune.runtime.sim.config import DpuConfig
+from cnmtune.runtime.sim.device import Transfer, transfer_bounds, transfer_times
 from cnmtune.runtime.toolchain import Binary, ProxyToolchain, Toolchain, Variant
 from cnmtune.wording import counted
 
@@ -105,6 +117,7 @@ class CnmCandidate:
     cycles: float = math.nan
     method: str = "simulated"  # or "extrapolated"
     error: str | None = None
+    transfers: tuple[Transfer, ...] = ()  # the host program's transfer calls, to re-price them
 
     @property
     def transfer_s(self) -> float:
@@ -117,6 +130,12 @@ class CnmCandidate:
         if self.error:
             return math.inf
         return self.kernel_s + self.transfer_s + self.host_s
+
+    def total_under(self, config: DpuConfig) -> float:
+        """total_s with the transfers priced under `config`'s transfer constants."""
+        if self.error:
+            return math.inf
+        return self.total_s - self.transfer_s + transfer_times(self.transfers, config).total_s
 
     def to_dict(self) -> dict:
         """JSON-safe form."""
@@ -135,7 +154,7 @@ class SizePoint:
     """The decision at one size."""
 
     size: int
-    origin: str  # "grid", "bisection", "requested"
+    origin: str  # "grid", "bisection", "range" (the flip's range needed it), "requested"
     cpu: CpuTime
     best: CnmCandidate | None
     candidates: list[CnmCandidate]
@@ -155,6 +174,16 @@ class SizePoint:
     def offload(self) -> bool:
         """The decision."""
         return self.best is not None and self.speedup >= self.min_speedup
+
+    def offload_under(self, config: DpuConfig) -> bool:
+        """The decision with every candidate's transfers priced under `config`."""
+        cnm_s = min((c.total_under(config) for c in self.candidates), default=math.inf)
+        return math.isfinite(cnm_s) and self.cpu.seconds / cnm_s >= self.min_speedup
+
+    @property
+    def transfer_share(self) -> float:
+        """The best configuration's transfer time over its end-to-end time (nan without one)."""
+        return self.best.transfer_s / self.best.total_s if self.best else math.nan
 
     def to_dict(self) -> dict:
         """JSON-safe form."""
@@ -177,6 +206,11 @@ class OffloadReport:
     host_depends_on_results: bool = False
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # with the transfer constants at their cheap and dear ends (module docstring): the best
+    # configuration's transfer seconds at the requested size, and the first size past the flip
+    # (smaller first; None: beyond the swept sizes at that end; no range without a flip)
+    transfer_range_s: tuple[float, float] | None = None
+    flip_range: tuple[int | None, int | None] | None = None
 
     @property
     def at_size(self) -> SizePoint:
@@ -209,6 +243,9 @@ class OffloadReport:
                 "flip": ({"below": self.flip[0], "at": self.flip[1],
                           "offload_above": next(p.offload for p in self.points if p.size == self.flip[1])}
                          if self.flip else None),
+                "transfer_share": at.transfer_share if at.best else None,
+                "transfer_s_range": list(self.transfer_range_s) if self.transfer_range_s else None,
+                "flip_range": list(self.flip_range) if self.flip_range else None,
                 "flips": [list(f) for f in self.flips], "monotone_ratio": self.monotone,
                 "host_depends_on_results": self.host_depends_on_results,
                 "decisions": [p.to_dict() for p in self.points], "notes": self.notes, "seconds": self.seconds}
@@ -232,6 +269,7 @@ class _Decider:
         self.kernel = find_kernel(spec.kernel)
         self.workload = self.kernel.workload
         self.config = DpuConfig.calibrated()
+        self.transfer_ends = transfer_bounds(self.config, calibrated.TRANSFER_RANGES)  # (cheap, dear)
         self.toolchain = toolchain or ProxyToolchain()
         self.progress = progress or (lambda *_: None)
         self.defines = dict(spec.defines)
@@ -265,7 +303,8 @@ class _Decider:
         times = device.times
         return CnmCandidate(dpus, tasklets, self.spec.pipeline, times.kernel_s, times.host_to_dpu_s,
                             times.dpu_to_host_s, times.inter_dpu_s, device.host_between_launches_s, tail, times.launches,
-                            float(cycles) if simulate else math.nan, "simulated" if simulate else "extrapolated")
+                            float(cycles) if simulate else math.nan, "simulated" if simulate else "extrapolated",
+                            transfers=tuple(device.transfers))
 
     def candidates(self, size: int) -> list[CnmCandidate]:
         out = []
@@ -374,29 +413,59 @@ class _Decider:
             self.progress("sizes", done, len(grid))
             self.evaluate(size, "requested" if size == requested else "grid")
         self.progress("sizes", len(grid), len(grid))
-        flip = None
-        changes = self._changes()
-        if changes:
-            lo, hi = changes[-1]
-            for step in range(spec.bisect_steps):
-                mid = round(math.sqrt(lo * hi))
-                if mid <= lo or mid >= hi:
-                    break
-                self.progress("bisection", step, spec.bisect_steps)
-                point = self.evaluate(mid, "bisection")
-                if point.offload == self.points[lo].offload:
-                    lo = mid
-                else:
-                    hi = mid
-            flip = (lo, hi)
+        flip = self._search(lambda p: p.offload, "bisection", spec.bisect_steps)
+        flip_range = self._flip_range(*flip) if flip else None
+        changes = self._changes(lambda p: p.offload)
+        flip = changes[-1] if changes else None  # the last change over every size evaluated, for the range too
         points = [self.points[s] for s in sorted(self.points)]
+        best = self.points[requested].best
+        transfer_range = (tuple(transfer_times(best.transfers, c).total_s for c in self.transfer_ends)
+                          if best else None)
         dependent = self.host_depends_on_results(min(self.points))
         notes = self._notes(points)
         if dependent:
             notes.insert(0, f"{kernel.name}'s host program depends on what the DPUs return (its launches or "
                             "transfers change), so predictions on sampled DPUs (more than 2 DPUs) are not reliable")
-        return OffloadReport(kernel.name, self.workload.size_unit, requested, points, self._changes(), flip,
-                             dependent, notes, time.perf_counter() - start)
+        return OffloadReport(kernel.name, self.workload.size_unit, requested, points, changes, flip,
+                             dependent, notes, time.perf_counter() - start, transfer_range, flip_range)
+
+    def _search(self, offload: Callable[[SizePoint], bool], origin: str, steps: int,
+                resolution: float = 1.0) -> tuple[int, int] | None:
+        """The last two evaluated sizes whose decisions by `offload` differ, narrowed by bisection
+        (evaluating the sizes it needs, as `origin`) for at most `steps` steps and while their ratio
+        exceeds `resolution`; None if every evaluated size gets the same decision."""
+        changes = self._changes(offload)
+        if not changes:
+            return None
+        lo, hi = changes[-1]
+        for step in range(steps):
+            mid = round(math.sqrt(lo * hi))
+            if mid <= lo or mid >= hi or hi / lo <= resolution:
+                break
+            self.progress(origin, step, steps)
+            if offload(self.evaluate(mid, origin)) == offload(self.points[lo]):
+                lo = mid
+            else:
+                hi = mid
+        return lo, hi
+
+    def _flip_range(self, lo: int, hi: int) -> tuple[int | None, int | None]:
+        """The first size past the flip with the transfer constants at their cheap and at their dear
+        end, smaller first, each searched as the flip (`lo`, `hi`) was, to its resolution; None at an
+        end: the decision flips beyond the swept sizes there."""
+        above = self.points[hi].offload  # the decision past the flip
+        deciders = [lambda p, c=config: p.offload_under(c) for config in self.transfer_ends]
+        for offload in deciders:
+            self._search(offload, "range", self.spec.bisect_steps, hi / lo)
+        past = []
+        for offload in deciders:  # on every size evaluated by now
+            changes = self._changes(offload)
+            if changes:
+                past.append(changes[-1][1])
+            else:  # one decision everywhere: the flip lies below the sweep if it is the one past the flip
+                past.append(-math.inf if offload(self.points[min(self.points)]) == above else math.inf)
+        low, high = sorted(past)
+        return (None if math.isinf(low) else int(low)), (None if math.isinf(high) else int(high))
 
     def sweep_bounds(self) -> tuple[int, int]:
         """The default sweep's first and last size: as given, else the smallest and the largest preset."""
@@ -408,9 +477,10 @@ class _Decider:
         last = max(presets) if spec.max_size is None else self.kernel.workload.size_of(spec.max_size)
         return first, max(first, last)
 
-    def _changes(self) -> list[tuple[int, int]]:
+    def _changes(self, offload: Callable[[SizePoint], bool]) -> list[tuple[int, int]]:
+        """Consecutive evaluated sizes whose decisions by `offload` differ."""
         sizes = sorted(self.points)
-        return [(a, b) for a, b in pairwise(sizes) if self.points[a].offload != self.points[b].offload]
+        return [(a, b) for a, b in pairwise(sizes) if offload(self.points[a]) != offload(self.points[b])]
 
     def _notes(self, points: list[SizePoint]) -> list[str]:
         unit = self.workload.size_unit
@@ -424,6 +494,8 @@ class _Decider:
             ("CNM transfers: the workload's own transfer calls for that DPU count, priced by the simulator's "
              "transfer model (modelled); host steps between launches: measured; not counted: input preparation, "
              "output gathering after the last launch (host_tail_s, a Python-harness copy), program load"),
+            ("transfer ranges (xfer share, flip range): the transfers priced again with every transfer constant at "
+             "the end of its fitted 5-95 % range that makes them cheapest, then dearest (all at once: a bound)"),
             *(f"CPU: {label}" for label in labels),
         ]
         if self.spec.cpu == "auto":

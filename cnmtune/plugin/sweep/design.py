@@ -52,13 +52,17 @@ PARAMETERS: dict[str, Parameter] = {p.name: p for p in (
     _p("wram_dma_share", "wram_dma_share", 1, float, "", "issue slots the DMA engine's WRAM accesses take"),
     _p("mram_access_bytes", "mram_direct_access_bytes", 1, int, "B", "bytes moved by a direct MRAM load/store"),
     _p("launch_overhead_us", "launch_overhead_s", 1e-6, float, "us", "host cost of one launch"),
-    _p("host_to_dpu_gbps", "host_to_dpu_Bps", 1e9, float, "GB/s", "CPU->DPU bandwidth of one DPU"),
-    _p("dpu_to_host_gbps", "dpu_to_host_Bps", 1e9, float, "GB/s", "DPU->CPU bandwidth of one DPU"),
-    _p("rank_to_dpu_gbps", "rank_to_dpu_Bps", 1e9, float, "GB/s", "CPU->DPU bandwidth of one rank"),
-    _p("rank_to_host_gbps", "rank_to_host_Bps", 1e9, float, "GB/s", "DPU->CPU bandwidth of one rank"),
-    _p("broadcast_gbps", "broadcast_Bps", 1e9, float, "GB/s", "broadcast bandwidth"),
-    _p("transfer_latency_us", "transfer_latency_s", 1e-6, float, "us", "fixed cost of one transfer call"),
-    _p("dpus_per_rank", "dpus_per_rank", 1, int, "DPUs", "DPUs sharing one rank's bandwidth"),
+    _p("xfer_call_us", "xfer_call_s", 1e-6, float, "us", "fixed cost of one host transfer call"),
+    _p("xfer_mram_read_us", "xfer_mram_read_s", 1e-6, float, "us", "extra fixed cost of an MRAM read call"),
+    _p("xfer_mram_per_dpu_us", "xfer_mram_per_dpu_s", 1e-6, float, "us", "cost per DPU of an MRAM call"),
+    _p("xfer_wram_ns_per_byte", "xfer_wram_s_per_B", 1e-9, float, "ns/B", "WRAM transfer cost per byte per DPU"),
+    _p("xfer_to_row_ns_per_byte", "xfer_to_row_s_per_B", 1e-9, float, "ns/B", "MRAM write cost per byte per DPU"),
+    _p("xfer_to_shared_ns_per_byte", "xfer_to_shared_s_per_B", 1e-9, float, "ns/B",
+       "MRAM write cost per byte per DPU, times the rank's DPUs (the host side)"),
+    _p("xfer_from_row_ns_per_byte", "xfer_from_row_s_per_B", 1e-9, float, "ns/B", "MRAM read cost per byte per DPU"),
+    _p("xfer_from_shared_ns_per_byte", "xfer_from_shared_s_per_B", 1e-9, float, "ns/B",
+       "MRAM read cost per byte per DPU, times the rank's DPUs (the host side)"),
+    _p("dpus_per_rank", "dpus_per_rank", 1, int, "DPUs", "DPUs per rank (ranks transfer side by side)"),
 )}
 
 
@@ -147,9 +151,9 @@ def design_points(base: DpuConfig, grid: dict[str, tuple[float, ...]]) -> list[D
         except ValueError as exc:
             raise SweepError(f"design point {dict(zip(names, combo))}: {exc}") from None
         if any(v < 0 for v in changes.values()) or any(
-                v <= 0 for k, v in changes.items() if k.endswith("_Bps") or k in ("dpus_per_rank", "frequency_hz")):
-            raise SweepError(f"design point {dict(zip(names, combo))}: values must be >= 0, and the frequency, "
-                             "bandwidths and DPUs per rank > 0")
+                v <= 0 for k, v in changes.items() if k in ("dpus_per_rank", "frequency_hz")):
+            raise SweepError(f"design point {dict(zip(names, combo))}: values must be >= 0, and the frequency and "
+                             "DPUs per rank > 0")
         points.append(DesignPoint(tuple(zip(names, combo)), config))
     return points
 

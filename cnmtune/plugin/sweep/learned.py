@@ -13,7 +13,6 @@ counted: their predictions extrapolate.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -23,7 +22,7 @@ from cnmtune.costmodel.learn.perfvec_onnx import PerfVecScorer
 from cnmtune.plugin.sweep.design import CostExpression, DesignPoint
 from cnmtune.plugin.sweep.evaluate import KernelSweep, PointResult, main_effects, pareto_front, sweep_trace_set
 from cnmtune.runtime.sim.design_space import TIMELINE_PARAMETERS, design_vector
-from cnmtune.runtime.sim.device import transfer_times
+from cnmtune.runtime.sim.device import transfer_times_under
 from cnmtune.runtime.sim.traces import TraceSet
 from cnmtune.runtime.toolchain import Toolchain
 
@@ -60,13 +59,12 @@ def _predict(trace_set: TraceSet, points: list[DesignPoint], scorer: PerfVecScor
     program = scorer.program(program_blocks(trace_set))
     configs = [p.config for p in points]
     cycles = np.exp(scorer.log_cycles(program, design_vector(configs, TIMELINE_PARAMETERS)).astype(np.float64))
-    log = Counter(trace_set.transfers)  # a run repeats few distinct calls: each priced once per point
+    transfers = transfer_times_under(trace_set.transfers, configs)  # every point's at once
     results = []
-    for point, config, predicted in zip(points, configs, cycles.tolist()):
-        times = transfer_times(log, config)
+    for point, config, predicted, (to_dpu, inter_dpu, to_host) in zip(points, configs, cycles.tolist(),
+                                                                      transfers.tolist()):
         kernel = predicted / config.frequency_hz + len(trace_set.launches) * config.launch_overhead_s
-        results.append(PointResult(point, kernel, times.host_to_dpu_s, times.dpu_to_host_s, times.inter_dpu_s,
-                                   "learned", cost=cost(point)))
+        results.append(PointResult(point, kernel, to_dpu, to_host, inter_dpu, "learned", cost=cost(point)))
     return results
 
 

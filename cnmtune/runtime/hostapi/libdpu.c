@@ -704,6 +704,12 @@ dpu_error_t dpu_push_xfer(struct dpu_set_t dpu_set, dpu_xfer_t xfer, const char 
         if (set->dpus[d].xfer)
             put_u32(&request, d);
     put_u32(&request, (uint32_t)length);
+    if (xfer == DPU_XFER_TO_DPU) { /* the same host buffer for every DPU: the SDK reads it from host memory once */
+        bool shared = prepared > 1;
+        for (uint32_t k = 1; k < prepared; k++)
+            shared = shared && buffers[k] == buffers[0];
+        put_u32(&request, shared);
+    }
     struct bulk data = { buffers, prepared, length };
     struct reply reply;
     err = xfer == DPU_XFER_TO_DPU ? call(set, &request, data, NO_BULK, &reply)

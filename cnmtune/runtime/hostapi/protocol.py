@@ -14,6 +14,7 @@ status code (`DpuStatus`), then what went wrong as UTF-8 (the rest of the payloa
    4  COPY_FROM  str symbol, u32 offset, u32 k (1), k * u32 DPU,          k * length raw bytes
                  u32 length
    5  PUSH_TO    str symbol, u32 offset, u32 k, k * u32 DPU, u32 length,  -
+                 u32 shared (1: the same host buffer for every DPU),
                  k * length raw bytes (in the order of the DPUs)
    6  PUSH_FROM  as COPY_FROM                                            k * length raw bytes
    7  BROADCAST  as COPY_TO (count DPUs from first)                      -

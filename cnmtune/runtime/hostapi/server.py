@@ -179,19 +179,17 @@ class HostApiServer:
         return self._write(request, "dpu_broadcast_to")
 
     def _write(self, request: Reader, call: str) -> bytes:
-        """One buffer to DPUs [first, first + count): a serial copy for dpu_copy_to on one DPU, a
-        broadcast to the whole set, else DPU by DPU (one rank of the set)."""
+        """One buffer to DPUs [first, first + count): dpu_copy_to on one DPU is a copy; on more (the
+        SDK broadcasts then) and dpu_broadcast_to, one broadcast call. Priced as the Device API's calls."""
         symbol, offset, first, count = request.text(), request.u32(), request.u32(), request.u32()
         data = request.blob()
         self._place(symbol, offset, len(data))
         before = self._simulated_s()
         if call == "dpu_copy_to" and count == 1:
-            self.device.copy_to(first, symbol, data, offset)
-        elif first == 0 and count == self.device.nr_dpus:
-            self.device.broadcast(symbol, data, offset)
+            self.device.write([first], symbol, [data], offset, "copy")
         else:
-            for dpu in range(first, first + count):
-                self.device.copy_to(dpu, symbol, data, offset)
+            self.device.write(range(first, first + count), symbol, [data] * count, offset, "broadcast",
+                              shared_buffer=True)
         self._record_transfer(call, True, len(data), count, before)
         return b""
 
@@ -206,16 +204,16 @@ class HostApiServer:
         return self._push_from(request, call="dpu_copy_from")
 
     def _push_to(self, request: Reader) -> bytes:
+        """dpu_push_xfer TO_DPU: one call to the DPUs with a prepared buffer (shared: the host
+        prepared the same buffer for all of them)."""
         symbol, offset = request.text(), request.u32()
-        dpus, length = self._dpu_list(request), request.u32()
+        dpus, length, shared = self._dpu_list(request), request.u32(), bool(request.u32())
         buffers = [request.raw(length) for _ in dpus]
         self._place(symbol, offset, length)
+        if not dpus:  # no DPU has a prepared buffer: the SDK's transfer matrix is empty, nothing moves
+            return b""
         before = self._simulated_s()
-        if dpus == list(range(self.device.nr_dpus)):
-            self.device.push_to(symbol, buffers, offset)
-        else:  # some DPUs without a prepared buffer: the others are written one by one
-            for dpu, data in zip(dpus, buffers):
-                self.device.copy_to(dpu, symbol, data, offset)
+        self.device.write(dpus, symbol, buffers, offset, "push", shared_buffer=shared)
         self._record_transfer("dpu_push_xfer", True, length, len(dpus), before)
         return b""
 
@@ -223,11 +221,10 @@ class HostApiServer:
         symbol, offset = request.text(), request.u32()
         dpus, length = self._dpu_list(request), request.u32()
         self._place(symbol, offset, length)
+        if not dpus:  # as _push_to
+            return b""
         before = self._simulated_s()
-        if call == "dpu_push_xfer" and dpus == list(range(self.device.nr_dpus)):
-            data = self.device.push_from(symbol, length, offset)
-        else:
-            data = [self.device.copy_from(dpu, symbol, length, offset) for dpu in dpus]
+        data = self.device.read(dpus, symbol, length, offset, "copy" if call == "dpu_copy_from" else "push")
         self._record_transfer(call, False, length, len(dpus), before)
         return b"".join(data)
 

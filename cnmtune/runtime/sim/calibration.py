@@ -2,8 +2,10 @@
 
 Each row (benchmark, DPUs, size) is run once on the simulator, verified, and its traces and
 host-transfer log kept. Fitting then only re-times: kernel constants are searched by re-timing
-the distinct traces of every row, transfer constants by re-pricing the transfer logs. The
-objective is the mean absolute percentage error (MAPE), the figure validate_sim.py reports.
+the distinct traces of every row (kernel_ms MAPE, the figure validate_sim.py reports), on the
+fitted CSV's rows only; transfer constants by re-pricing the transfer logs of the rows of both
+CSVs against every transfer column (CPU->DPU, DPU->CPU, Inter-DPU): least squares on the log of
+predicted over measured, with a row bootstrap for the constants' uncertainty (issue 41).
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import hashlib
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
+
+import numpy as np
 
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_on_device
 from cnmtune.runtime.sim.config import DpuConfig
-from cnmtune.runtime.sim.device import SimDevice, Transfer, transfer_times
+from cnmtune.runtime.sim.device import SimDevice, Transfer, call_arrays, call_seconds, transfer_times
 from cnmtune.runtime.sim.timing import retime
 from cnmtune.runtime.sim.trace import Trace
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
@@ -26,7 +31,8 @@ from cnmtune.runtime.toolchain import ProxyToolchain, Variant
 #: The real UPMEM times shipped with cnmtune; their source, columns and meaning: README.md there.
 DATA = Path(__file__).resolve().parents[2] / "data" / "calibration"
 FITTED_CSV = "upmem_hw_prim_times.csv"  # VA, RED, BS, GEMV: the constants are fitted on these rows
-VALIDATION_CSV = "upmem_hw_validation_times.csv"  # MLP, SCAN-SSA: held out, never fitted
+VALIDATION_CSV = "upmem_hw_validation_times.csv"  # MLP, SCAN-SSA: held out of the kernel fit
+TRANSFER_COLUMNS = ("cpu_to_dpu_ms", "dpu_to_cpu_ms", "dpu_to_dpu_ms")  # PrIM's CPU-DPU, DPU-CPU, Inter-DPU
 
 KERNELS = {"VA": "va", "RED": "red", "BS": "bs", "GEMV": "gemv", "MLP": "mlp", "SCAN-SSA": "scan-ssa"}
 TASKLETS = 16  # the calibration data's tasklet count (DATA/README.md)
@@ -45,6 +51,7 @@ class Row:
     kernel_ms: float
     cpu_to_dpu_ms: float
     dpu_to_cpu_ms: float
+    dpu_to_dpu_ms: float | None = None  # None: the workload has no Inter-DPU step (the CSV's 0)
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,9 @@ def load_rows(path: Path) -> list[Row]:
     """Read the calibration CSV."""
     with open(path, newline="") as handle:
         return [Row(r["benchmark"], int(r["num_dpus"]), int(r["size_param"]), float(r["kernel_ms"]),
-                    float(r["cpu_to_dpu_ms"]), float(r["dpu_to_cpu_ms"])) for r in csv.DictReader(handle)]
+                    float(r["cpu_to_dpu_ms"]), float(r["dpu_to_cpu_ms"]),
+                    float(r["dpu_to_dpu_ms"]) if float(r.get("dpu_to_dpu_ms") or 0) > 0 else None)
+                for r in csv.DictReader(handle)]
 
 
 def _critical(record, keep: int) -> tuple[Trace, ...]:
@@ -114,24 +123,21 @@ def predicted_kernel_ms(run: RowRun, config: DpuConfig) -> float:
     return 1e3 * total
 
 
-#: Measured cells that a workload's cnmtune version does not reproduce by design, and why: they
-#: are left out of the fit and of the transfer MAPE, and validate_sim.py lists them apart.
-INCOMPARABLE = {
-    ("BS", "dpu_to_cpu_ms"): "cnmtune's BS returns every query's found index (queries per DPU x 8 B); "
-                             "PrIM's returns 16 x 8 B of DPU_RESULTS",
-}
-
-
-def comparable(benchmark: str, column: str) -> bool:
-    """Whether the simulator's figure for this measured column means what the measurement means."""
-    return (benchmark, column) not in INCOMPARABLE
-
-
-def predicted_transfer_ms(run: RowRun, config: DpuConfig) -> tuple[float, float]:
-    """(CPU->DPU, DPU->CPU) milliseconds of a simulated row under `config`; like PrIM's timers (and the
-    calibration CSV's columns) they leave out the Inter-DPU transfers between launches."""
+def predicted_transfer_ms(run: RowRun, config: DpuConfig) -> tuple[float, float, float]:
+    """(CPU->DPU, DPU->CPU, Inter-DPU) milliseconds of a simulated row under `config`, split as
+    PrIM's timers (and the calibration CSVs' columns) split them."""
     times = transfer_times(run.transfers, config)
-    return 1e3 * times.host_to_dpu_s, 1e3 * times.dpu_to_host_s
+    return 1e3 * times.host_to_dpu_s, 1e3 * times.dpu_to_host_s, 1e3 * times.inter_dpu_s
+
+
+def step_of(transfer: Transfer) -> int:
+    """The timed step of a transfer call, as the index of its column in TRANSFER_COLUMNS."""
+    return 2 if transfer.inter_dpu else 0 if transfer.to_dpu else 1
+
+
+def measured_transfer_ms(row: Row) -> tuple[float | None, float | None, float | None]:
+    """The row's measured TRANSFER_COLUMNS, None where it has none (no Inter-DPU step)."""
+    return tuple(getattr(row, column) or None for column in TRANSFER_COLUMNS)
 
 
 def mape(pairs: list[tuple[float, float]]) -> float:
@@ -206,41 +212,119 @@ KERNEL_KNOBS = [
     field_knob("dma_engine_overhead", 0.0, 400.0),
     field_knob("launch_overhead_s", 0.0, 400e-6),
 ]  # routine costs are the SDK's (config.py), not fitted: a fitted multiply hid MLP's error
-TRANSFER_KNOBS = [
-    field_knob("host_to_dpu_Bps", 0.05e9, 2e9),
-    field_knob("chip_to_dpu_Bps", 0.1e9, 5e9),
-    field_knob("rank_to_dpu_Bps", 0.5e9, 20e9),
-    field_knob("dpu_to_host_Bps", 0.02e9, 2e9),
-    field_knob("chip_to_host_Bps", 0.05e9, 5e9),
-    field_knob("rank_to_host_Bps", 0.2e9, 20e9),
-    field_knob("transfer_latency_s", 0.0, 2e-3),
-    field_knob("transfer_per_dpu_s", 0.0, 100e-6),
-]
+#: The transfer model's constants (device.transfer_seconds), all fitted on the transfer columns.
+TRANSFER_FIELDS = ("xfer_call_s", "xfer_mram_read_s", "xfer_mram_per_dpu_s", "xfer_wram_s_per_B",
+                   "xfer_to_row_s_per_B", "xfer_to_shared_s_per_B", "xfer_from_row_s_per_B",
+                   "xfer_from_shared_s_per_B", "xfer_host_cached_fraction", "xfer_host_cache_bytes")
+_FRACTION = TRANSFER_FIELDS.index("xfer_host_cached_fraction")  # in (0, 1): fitted on a logit scale
+
+
+class TransferData:
+    """Every call of some rows' transfer logs as arrays, with the rows' measured step times: prices
+    them all under candidate constants at once (the model is closed form: nothing re-simulated)."""
+
+    def __init__(self, logs: list[tuple[Transfer, ...]], measured: list[tuple[float | None, ...]], dpus_per_rank: int):
+        calls = [(i, t) for i, log in enumerate(logs) for t in log]
+        self.dpus_per_rank = dpus_per_rank
+        self.row = np.array([i for i, _ in calls], dtype=int)
+        self.step = np.array([step_of(t) for _, t in calls], dtype=int)
+        self.calls = call_arrays([t for _, t in calls])
+        self.measured_ms = np.array([[np.nan if m is None else m for m in row] for row in measured],
+                                    float).reshape(-1, 3)
+        self.valid = ~np.isnan(self.measured_ms)
+
+    def predicted_ms(self, constants) -> np.ndarray:
+        """(rows, TRANSFER_COLUMNS) milliseconds under `constants` (device.call_seconds' `c`)."""
+        out = np.zeros((len(self.measured_ms), 3))
+        np.add.at(out, (self.row, self.step), call_seconds(constants, **self.calls))
+        return 1e3 * out
+
+    def log_residuals(self, theta: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """sqrt(weight) x log(predicted / measured) of every measured cell, under the constants `theta` codes."""
+        predicted = self.predicted_ms(_constants(theta, self.dpus_per_rank))
+        w = np.sqrt(np.repeat(weights[:, None], 3, 1)[self.valid])
+        return w * np.log(predicted[self.valid] / self.measured_ms[self.valid])
+
+
+def _theta(values: dict[str, float]) -> np.ndarray:
+    theta = np.log([values[name] for name in TRANSFER_FIELDS])
+    f = values["xfer_host_cached_fraction"]
+    theta[_FRACTION] = math.log(f / (1 - f))
+    return theta
+
+
+def _constants(theta: np.ndarray, dpus_per_rank: int) -> SimpleNamespace:
+    theta = np.clip(theta, -60, 60)  # few rows leave some constants free to run away
+    values = np.exp(theta)
+    values[_FRACTION] = 1 / (1 + math.exp(-theta[_FRACTION]))
+    return SimpleNamespace(**dict(zip(TRANSFER_FIELDS, values)), dpus_per_rank=dpus_per_rank)
+
+
+def fit_transfer_constants(data: TransferData, start: dict[str, float], weights: np.ndarray | None = None,
+                           iterations: int = 100) -> dict[str, float]:
+    """Least squares on log(predicted / measured) over every measured cell (Levenberg-Marquardt,
+    constants on a log scale, the cached fraction on a logit scale), from `start`; rows weighted
+    by `weights` (bootstrap counts; 1 each by default)."""
+    weights = np.ones(len(data.measured_ms)) if weights is None else weights
+    theta = _theta(start)
+    residual = data.log_residuals(theta, weights)
+    cost, damping = residual @ residual, 1e-3
+    for _ in range(iterations):
+        step_size = 1e-6
+        jac = np.stack([(data.log_residuals(theta + step_size * e, weights) - residual) / step_size
+                        for e in np.eye(len(theta))], 1)
+        gram = jac.T @ jac
+        improved = False
+        while damping < 1e10:
+            delta = np.linalg.solve(gram + damping * np.diag(np.diag(gram) + 1e-12), -jac.T @ residual)
+            trial = data.log_residuals(theta + delta, weights)
+            if trial @ trial < cost:
+                theta, residual, cost, damping, improved = theta + delta, trial, trial @ trial, damping / 3, True
+                break
+            damping *= 4
+        if not improved or np.abs(delta).max() < 1e-7:
+            break
+    constants = _constants(theta, data.dpus_per_rank)
+    return {name: float(getattr(constants, name)) for name in TRANSFER_FIELDS}
+
+
+def bootstrap_transfer_constants(data: TransferData, fitted: dict[str, float], samples: int = 200,
+                                 seed: int = 41) -> list[dict[str, float]]:
+    """The transfer constants refitted on `samples` resamples (with replacement) of the rows, from `fitted`."""
+    rng = np.random.default_rng(seed)
+    rows = len(data.measured_ms)
+    return [fit_transfer_constants(data, fitted, np.bincount(rng.integers(0, rows, rows), minlength=rows).astype(float))
+            for _ in range(samples)]
+
+
+def transfer_mape(data: TransferData, constants) -> dict[str, float]:
+    """MAPE % of each TRANSFER_COLUMNS column over its measured cells, under `constants`."""
+    predicted, measured, valid = data.predicted_ms(constants), data.measured_ms, data.valid
+    return {column: float(100 * np.mean(np.abs(predicted[valid[:, k], k] / measured[valid[:, k], k] - 1)))
+            for k, column in enumerate(TRANSFER_COLUMNS) if valid[:, k].any()}
+
+
+def transfer_data(runs: list[RowRun], config: DpuConfig) -> TransferData:
+    """The simulated rows' transfer logs with their measured cells."""
+    return TransferData([r.transfers for r in runs], [measured_transfer_ms(r.row) for r in runs], config.dpus_per_rank)
 
 
 def fit(runs: list[RowRun], config: DpuConfig, groups: tuple[str, ...] | list[str] = ("kernel", "transfers"),
-        rounds: int = 3, report: Callable[[str, float], None] = lambda n, v: None) -> DpuConfig:
-    """Fit the kernel knobs on kernel_ms, then the transfer knobs on both transfer columns (the
-    comparable cells). The host-link search starts from PrIM's published bandwidths (DpuConfig's
-    defaults), whatever `config` holds: its objective has local minima, and a start from an
-    earlier fit can stay in one."""
+        rounds: int = 3, report: Callable[[str, float], None] = lambda n, v: None,
+        transfer_runs: list[RowRun] | None = None) -> DpuConfig:
+    """Fit the kernel knobs on kernel_ms of `runs`, then the transfer constants on every measured
+    transfer cell of `transfer_runs` (by default `runs`; fit_transfer_constants, from the literature
+    values: DpuConfig's defaults)."""
     def kernel_error(c: DpuConfig) -> float:
         return mape([(predicted_kernel_ms(r, c), r.row.kernel_ms) for r in runs])
-
-    def transfer_error(c: DpuConfig) -> float:
-        pairs = []
-        for r in runs:
-            to_dpu, to_host = predicted_transfer_ms(r, c)
-            pairs += [(p, m) for p, m, column in ((to_dpu, r.row.cpu_to_dpu_ms, "cpu_to_dpu_ms"),
-                                                  (to_host, r.row.dpu_to_cpu_ms, "dpu_to_cpu_ms"))
-                      if comparable(r.row.benchmark, column)]
-        return mape(pairs)
 
     if "kernel" in groups:
         config = coordinate_search(config, KERNEL_KNOBS, kernel_error, rounds, report)
     if "transfers" in groups:
+        data = transfer_data(runs if transfer_runs is None else transfer_runs, config)
         literature = DpuConfig()
-        for knob in TRANSFER_KNOBS:
-            config = knob.set(config, knob.get(literature))
-        config = coordinate_search(config, TRANSFER_KNOBS, transfer_error, rounds, report)
+        fitted = fit_transfer_constants(data, {name: getattr(literature, name) for name in TRANSFER_FIELDS})
+        for name, value in fitted.items():
+            report(name, value)
+        config = replace(config, **fitted)
     return config

@@ -96,12 +96,13 @@ DEFAULT_ROUTINE_COSTS: tuple[RoutineCost, ...] = (
 
 # The host link's constants: they price host transfers (runtime/sim/device.py) and nothing a DPU
 # executes, so a run's kernel time does not depend on them (DpuConfig.hash leaves them out)
-LINK_FIELDS = frozenset({"host_to_dpu_Bps", "dpu_to_host_Bps", "chip_to_dpu_Bps", "chip_to_host_Bps",
-                         "rank_to_dpu_Bps", "rank_to_host_Bps", "broadcast_Bps", "transfer_latency_s",
-                         "transfer_per_dpu_s", "dpus_per_chip", "dpus_per_rank"})
-# Version of the rules that turn a transfer log into seconds (SimDevice.transfer_seconds): part of
+LINK_FIELDS = frozenset({"xfer_call_s", "xfer_mram_read_s", "xfer_mram_per_dpu_s", "xfer_wram_s_per_B",
+                         "xfer_to_row_s_per_B", "xfer_to_shared_s_per_B", "xfer_from_row_s_per_B",
+                         "xfer_from_shared_s_per_B", "xfer_host_cached_fraction", "xfer_host_cache_bytes",
+                         "dpus_per_rank"})
+# Version of the rules that turn a transfer log into seconds (device.call_seconds): part of
 # DpuConfig.link_hash, so a change of the rules is a change of the link model
-LINK_RULES = "bandwidth-by-dpus-1"
+LINK_RULES = "sdk-calls-1"
 
 
 @dataclass(frozen=True)
@@ -121,24 +122,30 @@ class DpuConfig:
     wram_dma_share: float = 0.25
     mram_direct_access_bytes: int = 8
     launch_overhead_s: float = 20e-6
-    host_to_dpu_Bps: float = 0.33e9
-    dpu_to_host_Bps: float = 0.12e9
-    chip_to_dpu_Bps: float = 6.68e9 / 8  # a chip's share of the rank (no published figure: fitted)
-    chip_to_host_Bps: float = 4.74e9 / 8
-    rank_to_dpu_Bps: float = 6.68e9
-    rank_to_host_Bps: float = 4.74e9
-    broadcast_Bps: float = 16.88e9
-    transfer_latency_s: float = 20e-6
-    transfer_per_dpu_s: float = 0.0  # host cost per DPU addressed by one transfer call (fitted)
-    dpus_per_chip: int = 8
+    # Host transfers (device.transfer_seconds; issue 41). Literature values: the fixed and WRAM
+    # costs are the calibration machine's fit (calibrated.py, F = fitted), the byte costs the ones
+    # that reproduce PrIM's published CPU-DPU bandwidths (D = derived from PrIM Fig. 10's 0.33 /
+    # 0.12 GB/s at 1 DPU and 6.68 / 4.74 / 16.88 GB/s at 64, values UNCONFIRMED: FACTS.md 5.4)
+    xfer_call_s: float = 46.5e-6  # F: every host call (set walk, transfer matrix, thread hand-off)
+    xfer_mram_read_s: float = 77.9e-6  # F: extra per MRAM read call (the SDK flushes the lines first)
+    xfer_mram_per_dpu_s: float = 0.16e-6  # F: per DPU of an MRAM call (MRAM mux taken per DPU pair)
+    xfer_wram_s_per_B: float = 69e-9  # F: per byte per DPU to or from WRAM (control interface, DPU by DPU)
+    xfer_to_row_s_per_B: float = 2.93e-9  # D: per byte per DPU written to MRAM (one row thread's lines)
+    xfer_to_shared_s_per_B: float = 0.104e-9  # D: x DPUs of the rank x host share: host memory, channel
+    xfer_from_row_s_per_B: float = 8.25e-9  # D: per byte per DPU read from MRAM (load-latency bound)
+    xfer_from_shared_s_per_B: float = 0.082e-9  # D: x DPUs of the rank, reading
+    xfer_host_cached_fraction: float = 0.13  # D: host share left for a buffer read from the host cache
+    xfer_host_cache_bytes: float = 6.2e6  # F: host footprint where per-DPU buffers leave the cache
     dpus_per_rank: int = 64
     routine_costs: tuple[RoutineCost, ...] = field(default=DEFAULT_ROUTINE_COSTS)
 
     def __post_init__(self) -> None:
         if self.revolver_period < 1 or self.frequency_hz <= 0 or self.dma_beta < 0 \
-                or not 0 <= self.wram_dma_share < 1:
+                or not 0 <= self.wram_dma_share < 1 or not 0 <= self.xfer_host_cached_fraction <= 1 \
+                or self.xfer_host_cache_bytes <= 0 or self.dpus_per_rank < 1:
             raise ValueError("DpuConfig: frequency > 0, revolver_period >= 1, dma_beta >= 0, "
-                             "0 <= wram_dma_share < 1")
+                             "0 <= wram_dma_share < 1, 0 <= xfer_host_cached_fraction <= 1, "
+                             "xfer_host_cache_bytes > 0, dpus_per_rank >= 1")
 
     @property
     def hash(self) -> str:

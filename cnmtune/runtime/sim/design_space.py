@@ -4,19 +4,21 @@ Only constants that change a kernel's time are here. Two groups (the split of re
 - the DPU timeline (`timeline`): revolver period, pipeline depth, DMA latencies, per-byte cost and
   engine occupancy, the DMA's share of the WRAM port, the bytes of a direct MRAM access. They
   change the cycles a trace re-times to;
-- the clock, the launch overhead and the host link: they turn cycles into seconds and price the
-  transfer log in closed form (runtime/sim/device.py), without a replay.
+- the clock, the launch overhead and the host-transfer constants: they turn cycles into seconds
+  and price the transfer log in closed form (runtime/sim/device.call_seconds), without a replay.
 
 Left out, because in this model they do not change time: the WRAM and IRAM sizes and the
 register file (they decide whether a program fits and how it compiles, not how fast it runs;
 the tasklet count is the program's), the routine cost table (the SDK's software arithmetic: a
 hardware multiplier is another program, not another timing constant), and the rank topology
-(DPUs per chip and rank, which must agree with the DPU count a workload runs on).
+(DPUs per rank, which must agree with the DPU count a workload runs on).
 
 Ranges span what the sources name for today's DPUs and what a next design plausibly reaches
 (each `source` gives today's value and where it comes from: FACTS.md is
-../shared/upmem/FACTS.md, "fitted" is calibrated.py). A range whose bounds differ tenfold or
-more is sampled log-uniformly, others uniformly; integers uniformly over their values.
+../shared/upmem/FACTS.md, "fitted" is calibrated.py; a transfer constant's source gives its
+literature value, config.py, and its calibrated value with the fit's 5-95 % range, calibrated.py).
+A range whose bounds differ tenfold or more is sampled log-uniformly, others uniformly; integers
+uniformly over their values.
 The revolver period is drawn at most the pipeline depth: a tasklet waits for its previous
 instruction's write-back (no operand bypass, FACTS.md section 2), so the period never exceeds
 the depth on a real pipeline. The sampler is deterministic: design i of seed s depends on
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cnmtune.errors import CnmtuneError
+from cnmtune.runtime.sim.calibrated import FIELDS, TRANSFER_RANGES
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.retime import HOST_FIELDS
 
@@ -84,6 +87,24 @@ def _p(field: str, low: float, high: float, kind: type, unit: str, source: str,
     return DesignParameter(field, low, high, kind, unit, source, at_most)
 
 
+def _transfer(field: str, low: float, high: float, unit: str, shown: tuple[str, float], what: str,
+              origin: str) -> DesignParameter:
+    """A host-transfer constant (runtime/sim/device.call_seconds): `what` it prices; its source gives
+    the literature value (config.py) and its `origin`, and the calibrated value with the fit's 5-95 %
+    range (calibrated.py), in the `shown` unit (its name, and its size in field units)."""
+    name, scale = shown
+    lo, hi = TRANSFER_RANGES[field]
+    literature, fitted, lo, hi = (f"{v / scale:.3g}{name}"
+                                  for v in (getattr(DpuConfig(), field), FIELDS[field], lo, hi))
+    return _p(field, low, high, float, unit, f"{what}; literature {literature} ({origin}; config.py), calibrated "
+                                             f"{fitted}, 5-95 % {lo} to {hi} (calibrated.py)")
+
+
+_US, _NS_PER_B, _MB = (" us", 1e-6), (" ns/B", 1e-9), (" MB", 1e6)
+_FITTED = "fitted on the calibration machine"
+_PRIM = "derived from PrIM's CPU-DPU bandwidths, FACTS.md s5.4, UNCONFIRMED"
+
+
 #: The design space, in the order of the design vector.
 DESIGN_SPACE: tuple[DesignParameter, ...] = (
     _p("pipeline_depth", 8, 24, int, "stages",
@@ -107,21 +128,27 @@ DESIGN_SPACE: tuple[DesignParameter, ...] = (
        "350 MHz (FACTS.md s1: SDK v1A; 267 MHz PrIM 640-DPU system, 400 MHz v1B, 500 MHz Hot Chips target)"),
     _p("launch_overhead_s", 10e-6, 500e-6, float, "s",
        "host cost of a launch, fitted on real UPMEM times (calibrated.py)"),
-    _p("transfer_latency_s", 10e-6, 500e-6, float, "s",
-       "fixed cost of a host transfer call, fitted on real UPMEM times (calibrated.py)"),
-    _p("transfer_per_dpu_s", 0.0, 500e-9, float, "s",
-       "host work per DPU a transfer call addresses, fitted (calibrated.py)"),
-    _p("host_to_dpu_Bps", 0.05e9, 5e9, float, "B/s",
-       "CPU->DPU, one DPU: fitted (calibrated.py); PrIM measured 0.33 GB/s (FACTS.md s5.4)"),
-    _p("dpu_to_host_Bps", 0.02e9, 2e9, float, "B/s",
-       "DPU->CPU, one DPU: fitted (calibrated.py); PrIM measured 0.12 GB/s (FACTS.md s5.4)"),
-    _p("chip_to_dpu_Bps", 0.2e9, 20e9, float, "B/s", "CPU->DPU, one chip: fitted (calibrated.py; no published figure)"),
-    _p("chip_to_host_Bps", 0.05e9, 5e9, float, "B/s", "DPU->CPU, one chip: fitted (calibrated.py; no published figure)"),
-    _p("rank_to_dpu_Bps", 1e9, 100e9, float, "B/s",
-       "CPU->DPU, one rank: fitted (calibrated.py); PrIM measured 6.68 GB/s (FACTS.md s5.4)"),
-    _p("rank_to_host_Bps", 0.2e9, 20e9, float, "B/s",
-       "DPU->CPU, one rank: fitted (calibrated.py); PrIM measured 4.74 GB/s (FACTS.md s5.4)"),
-    _p("broadcast_Bps", 2e9, 200e9, float, "B/s", "16.88 GB/s broadcast, one rank (FACTS.md s5.4: PrIM)"),
+    _transfer("xfer_call_s", 5e-6, 500e-6, "s", _US,
+              "every host transfer call (set walk, transfer matrix, thread hand-off)", _FITTED),
+    _transfer("xfer_mram_read_s", 1e-6, 500e-6, "s", _US,
+              "extra per MRAM read call (the SDK flushes the host cache lines first)", _FITTED),
+    _transfer("xfer_mram_per_dpu_s", 0.01e-6, 2e-6, "s", _US,
+              "per DPU of an MRAM call (the MRAM mux taken per DPU pair)", _FITTED),
+    _transfer("xfer_wram_s_per_B", 1e-9, 500e-9, "s/B", _NS_PER_B,
+              "per byte per DPU to or from WRAM (control interface, DPU by DPU)", _FITTED),
+    _transfer("xfer_to_row_s_per_B", 0.2e-9, 20e-9, "s/B", _NS_PER_B,
+              "per byte per DPU written to MRAM (one row thread's lines)", f"{_PRIM}: 0.33 GB/s at 1 DPU"),
+    _transfer("xfer_to_shared_s_per_B", 0.01e-9, 2e-9, "s/B", _NS_PER_B,
+              "host side per byte per DPU x the rank's DPUs, writing (host memory, channel)",
+              f"{_PRIM}: 6.68 GB/s, 16.88 GB/s broadcast, at 64 DPUs"),
+    _transfer("xfer_from_row_s_per_B", 0.5e-9, 50e-9, "s/B", _NS_PER_B,
+              "per byte per DPU read from MRAM (load-latency bound)", f"{_PRIM}: 0.12 GB/s at 1 DPU"),
+    _transfer("xfer_from_shared_s_per_B", 0.01e-9, 5e-9, "s/B", _NS_PER_B,
+              "host side per byte per DPU x the rank's DPUs, reading", f"{_PRIM}: 4.74 GB/s at 64 DPUs"),
+    _transfer("xfer_host_cached_fraction", 0.0, 1.0, "", ("", 1.0),
+              "host-side share left for a buffer read from the host cache (0: free, 1: no gain)", _PRIM),
+    _transfer("xfer_host_cache_bytes", 1e6, 100e6, "B", _MB,
+              "host footprint where per-DPU buffers leave the host cache", _FITTED),
 )
 #: The parameters the DPU timeline reads: the input of a learned cycle model.
 TIMELINE_PARAMETERS: tuple[DesignParameter, ...] = tuple(p for p in DESIGN_SPACE if p.timeline)

@@ -1,19 +1,31 @@
 """SimDevice: the Device API on cnmtune's DPU simulator (the embedded default backend).
 
-Host transfer times follow the shape PrIM measured: a serial copy runs at one DPU's link
-bandwidth; a parallel push uses every DPU of a rank at once, but the DPUs of one chip share the
-chip's interface (8 DPUs per chip, 8 chips per rank: FACTS.md) and the rank saturates at the
-rank's bandwidth; ranks transfer concurrently; a broadcast is limited by the broadcast
-bandwidth. Each call also pays a fixed latency, and a small host cost per DPU it addresses
-(the host prepares one buffer per DPU, dpu_prepare_xfer in PrIM's host code). Kernel time of a launch = slowest DPU + launch overhead.
+Host transfers are priced as the UPMEM SDK's host library does the work (issue 41; SDK 2020.2
+sources, backends/api/src/dpu_memory.c and the x86 backend's xeon_sp_translation.c). Every
+host call (dpu_copy_to/from, dpu_prepare_xfer + dpu_push_xfer, dpu_broadcast_to) pays a fixed
+cost. An MRAM symbol goes through one transfer matrix per rank: the host takes the MRAM mux of
+every addressed DPU (a cost per DPU), and 8 host threads move the bytes row by row, so a call
+costs bytes per DPU x (a per-byte row cost + a host-side cost shared by the rank's DPUs);
+ranks transfer concurrently, so the fullest rank sets the time. Reading MRAM also flushes the
+host cache first (a fixed extra per read call). The host-side part shrinks when the host buffer
+is cache-resident: one buffer for every DPU (a broadcast, or the same buffer prepared for every
+DPU) is read from host memory once; per-DPU buffers fit the cache while their footprint is
+small. A WRAM symbol is written and read DPU by DPU through the control interface (a cost per
+byte per DPU), except a broadcast, which writes a rank's WRAM at once. Kernel time of a launch =
+slowest DPU + launch overhead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
+
+from cnmtune.dpu.memory_map import MRAM_BASE, MRAM_SIZE, WRAM_SIZE
 from cnmtune.errors import DeviceError
 from cnmtune.runtime.device import Buffer, Device, as_bytes
 from cnmtune.runtime.sim.config import DpuConfig
@@ -22,41 +34,87 @@ from cnmtune.runtime.sim.image import ProgramImage
 from cnmtune.runtime.sim.timing import DpuTiming
 from cnmtune.runtime.sim.trace import Trace
 
+#: the host calls a transfer is made by: dpu_copy_to/from on one DPU, dpu_push_xfer, dpu_broadcast_to
+KINDS = ("copy", "push", "broadcast")
+MEMORIES = ("mram", "wram")
+#: the modes of transfer logs written before issue 41, as call kinds
+LEGACY_MODES = {"serial": "copy", "parallel": "push", "broadcast": "broadcast"}
+
 
 @dataclass(frozen=True)
 class Transfer:
-    """One host transfer call: direction, mode (serial, parallel, broadcast), bytes per DPU, DPUs,
-    and whether it belongs to PrIM's Inter-DPU step (between launches)."""
+    """One host transfer call: direction, call kind (KINDS), bytes per DPU, DPUs addressed, whether
+    it belongs to PrIM's Inter-DPU step (between launches), the memory of the symbol (MEMORIES)
+    and whether every DPU got the same host buffer."""
 
     to_dpu: bool
-    mode: str
+    kind: str
     nbytes: int
     nr_dpus: int
     inter_dpu: bool = False
+    memory: str = "mram"
+    shared_buffer: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS or self.memory not in MEMORIES:
+            raise ValueError(f"Transfer: kind {self.kind!r} (one of {KINDS}), memory {self.memory!r} "
+                             f"(one of {MEMORIES})")
+        if self.nr_dpus < 1 or (self.kind == "copy" and self.nr_dpus != 1):
+            raise ValueError(f"Transfer: a {self.kind} addresses {'one DPU' if self.kind == 'copy' else 'DPUs'}, "
+                             f"not {self.nr_dpus}")
+        if self.kind == "broadcast" and not self.to_dpu:
+            raise ValueError("Transfer: a broadcast writes to the DPUs")
 
     @property
     def total_bytes(self) -> int:
         """Bytes moved over the host link by this call."""
-        return self.nbytes * (1 if self.mode == "serial" else self.nr_dpus)
+        return self.nbytes * self.nr_dpus
+
+    @property
+    def one_host_buffer(self) -> bool:
+        """Whether the host reads one buffer for several DPUs (a broadcast, or the same buffer prepared for all)."""
+        return self.to_dpu and self.nr_dpus > 1 and (self.shared_buffer or self.kind == "broadcast")
 
 
 def transfer_seconds(transfer: Transfer, config: DpuConfig) -> float:
     """Time of one transfer call under `config` (see the module docstring)."""
-    if transfer.mode == "serial":
-        bandwidth = config.host_to_dpu_Bps if transfer.to_dpu else config.dpu_to_host_Bps
-        total = transfer.nbytes
-    elif transfer.mode == "broadcast":
-        bandwidth, total = config.broadcast_Bps, transfer.nbytes
-    else:
-        per_dpu, per_chip, per_rank = (
-            (config.host_to_dpu_Bps, config.chip_to_dpu_Bps, config.rank_to_dpu_Bps) if transfer.to_dpu
-            else (config.dpu_to_host_Bps, config.chip_to_host_Bps, config.rank_to_host_Bps))
-        full, rest = divmod(transfer.nr_dpus, config.dpus_per_rank)
-        ranks = [config.dpus_per_rank] * full + ([rest] if rest else [])
-        bandwidth = sum(min(k * per_dpu, -(-k // config.dpus_per_chip) * per_chip, per_rank) for k in ranks)
-        total = transfer.nbytes * transfer.nr_dpus
-    dpus = 1 if transfer.mode == "serial" else transfer.nr_dpus
-    return config.transfer_latency_s + dpus * config.transfer_per_dpu_s + total / bandwidth
+    t = transfer
+    return float(call_seconds(config, to_dpu=t.to_dpu, wram=t.memory == "wram", broadcast=t.kind == "broadcast",
+                              nbytes=t.nbytes, dpus=t.nr_dpus, one_host_buffer=t.one_host_buffer))
+
+
+def call_seconds(c, *, to_dpu, wram, broadcast, nbytes, dpus, one_host_buffer):
+    """Seconds of host transfer calls (the module docstring's model), each argument a scalar or a
+    numpy array with one element per call (calibration prices many calls under many candidate
+    constants at once). `c` holds the constants: a DpuConfig, or any object with its xfer_*
+    fields and dpus_per_rank as attributes. dpus: the DPUs the call addresses (1 for a copy)."""
+    rank_dpus = np.minimum(dpus, c.dpus_per_rank)  # ranks transfer concurrently: the fullest one sets the time
+    wram_s = c.xfer_call_s + np.where(broadcast, 1, dpus) * nbytes * c.xfer_wram_s_per_B
+    footprint = (nbytes * dpus / c.xfer_host_cache_bytes) ** 2
+    cached = c.xfer_host_cached_fraction
+    share = np.where(one_host_buffer, cached, cached + (1 - cached) * footprint / (1 + footprint))
+    to_s = nbytes * (c.xfer_to_row_s_per_B + c.xfer_to_shared_s_per_B * rank_dpus * share)
+    from_s = c.xfer_mram_read_s + nbytes * (c.xfer_from_row_s_per_B + c.xfer_from_shared_s_per_B * rank_dpus)
+    mram_s = c.xfer_call_s + c.xfer_mram_per_dpu_s * rank_dpus + np.where(to_dpu, to_s, from_s)
+    return np.where(wram, wram_s, mram_s)
+
+
+#: the transfer constant that makes transfers cheaper as it grows; call_seconds grows with every other one
+_CHEAPER_WHEN_LARGER = frozenset({"xfer_host_cache_bytes"})
+
+
+def transfer_bounds(config: DpuConfig, ranges: dict[str, tuple[float, float]]) -> tuple[DpuConfig, DpuConfig]:
+    """`config` with every constant of `ranges` (name: (low, high)) at the end that makes transfers
+    cheapest, and at the end that makes them dearest. call_seconds is monotone in each constant,
+    so a transfer log's time under any constants within the ranges lies between its times under
+    these two."""
+    ends = [{name: bounds[(name in _CHEAPER_WHEN_LARGER) != dear] for name, bounds in ranges.items()}
+            for dear in (False, True)]
+    return config.with_(**ends[0]), config.with_(**ends[1])
+
+
+def _nbytes(data: Buffer) -> int:
+    return data.nbytes if hasattr(data, "nbytes") else len(data)
 
 
 @dataclass(frozen=True)
@@ -67,14 +125,52 @@ class TransferTimes:
     inter_dpu_s: float = 0.0
     dpu_to_host_s: float = 0.0
 
+    @property
+    def total_s(self) -> float:
+        """All three steps."""
+        return self.host_to_dpu_s + self.inter_dpu_s + self.dpu_to_host_s
+
+
+def _step(transfer: Transfer) -> int:
+    """The PrIM step of a call, as the index of its field in TransferTimes."""
+    return 1 if transfer.inter_dpu else 0 if transfer.to_dpu else 2
+
 
 def transfer_times(transfers: Iterable[Transfer] | Mapping[Transfer, int], config: DpuConfig) -> TransferTimes:
     """Price a transfer log under `config`, summed per step (CPU-DPU, Inter-DPU, DPU-CPU) as SimDevice does;
     the log may come counted (a Mapping such as Counter(log): each distinct call priced once)."""
     split = [0.0, 0.0, 0.0]
     for transfer, count in transfers.items() if isinstance(transfers, Mapping) else ((t, 1) for t in transfers):
-        split[1 if transfer.inter_dpu else 0 if transfer.to_dpu else 2] += count * transfer_seconds(transfer, config)
+        split[_step(transfer)] += count * transfer_seconds(transfer, config)
     return TransferTimes(*split)
+
+
+def call_arrays(transfers: Sequence[Transfer]) -> dict[str, np.ndarray]:
+    """The calls as call_seconds' keyword arguments, one array element per call."""
+    return {"to_dpu": np.array([t.to_dpu for t in transfers], bool),
+            "wram": np.array([t.memory == "wram" for t in transfers], bool),
+            "broadcast": np.array([t.kind == "broadcast" for t in transfers], bool),
+            "nbytes": np.array([t.nbytes for t in transfers], float),
+            "dpus": np.array([t.nr_dpus for t in transfers], float),
+            "one_host_buffer": np.array([t.one_host_buffer for t in transfers], bool)}
+
+
+#: the DpuConfig fields call_seconds reads
+PRICE_FIELDS = tuple(f.name for f in fields(DpuConfig) if f.name.startswith("xfer_")) + ("dpus_per_rank",)
+
+
+def transfer_times_under(transfers: Iterable[Transfer] | Mapping[Transfer, int],
+                         configs: Sequence[DpuConfig]) -> np.ndarray:
+    """A transfer log priced under each of `configs` at once (a sweep's design points): seconds,
+    one row per config, the columns TransferTimes' steps (CPU-DPU, Inter-DPU, DPU-CPU). Every
+    distinct call goes through call_seconds once for all configs."""
+    counted = transfers if isinstance(transfers, Mapping) else Counter(transfers)
+    calls = list(counted)
+    constants = SimpleNamespace(**{name: np.array([getattr(c, name) for c in configs], float)[:, None]
+                                   for name in PRICE_FIELDS})
+    seconds = call_seconds(constants, **call_arrays(calls)) * np.array([counted[t] for t in calls], float)
+    steps = np.array([_step(t) for t in calls], int)
+    return np.stack([seconds[:, steps == k].sum(1) for k in range(3)], 1)
 
 
 @dataclass(frozen=True)
@@ -119,40 +215,87 @@ class SimDevice(Device):
         except KeyError:
             raise DeviceError(f"symbol {symbol!r} is not defined by {self.image.path.name}") from None
 
+    def _memory(self, symbol: str, offset: int, nbytes: int) -> str:
+        """The memory ("wram" or "mram") that the `nbytes` at `symbol + offset` lie in, or an error if
+        they leave both."""
+        address = self._address(symbol) + offset
+        if 0 <= address and address + nbytes <= WRAM_SIZE:
+            return "wram"
+        if MRAM_BASE <= address and address + nbytes <= MRAM_BASE + MRAM_SIZE:
+            return "mram"
+        raise DeviceError(f"host access of {nbytes} B at {symbol}+{offset} ({address:#x}) is outside WRAM and MRAM")
+
+    def _held(self, dpu: int) -> SimulatedDpu | None:
+        """The simulated DPU behind DPU number `dpu` (None where the device holds no memory for it)."""
+        return self.dpus[dpu]
+
     # ------------------------------------------------------------ transfers
+    def write(self, dpus: Sequence[int], symbol: str, buffers: Sequence[Buffer], offset: int = 0,
+              kind: str = "push", shared_buffer: bool = False) -> None:
+        """One host call writing buffers[i] to DPU dpus[i] (all of one size), priced as `kind`
+        (KINDS); shared_buffer: the host passed the same buffer for every DPU. The Device API's
+        writes and the SDK host library (hostapi/server.py) both come here."""
+        if not dpus or len(buffers) != len(dpus):
+            raise DeviceError(f"a transfer needs one buffer for each of its DPUs: got {len(buffers)} for "
+                              f"{len(dpus)} DPUs")
+        sizes = {_nbytes(b) for b in buffers}
+        if len(sizes) > 1:
+            raise DeviceError(f"parallel transfers need the same size on every DPU, got sizes {sorted(sizes)}")
+        transfer = self._transfer(True, kind, dpus, symbol, offset, sizes.pop(), shared_buffer and len(dpus) > 1)
+        address = self._address(symbol) + offset
+        raw: dict[int, bytes] = {}  # each host buffer converted once
+        for dpu, data in zip(dpus, buffers):
+            held = self._held(dpu)
+            if held is not None:
+                if id(data) not in raw:
+                    raw[id(data)] = as_bytes(data)
+                held.write(address, raw[id(data)], symbol)
+        self._record(transfer)
+
+    def read(self, dpus: Sequence[int], symbol: str, nbytes: int, offset: int = 0, kind: str = "push") -> list[bytes]:
+        """One host call reading `nbytes` from each DPU of `dpus`, priced as `kind` (see write)."""
+        if not dpus:
+            raise DeviceError("a transfer needs at least one DPU")
+        transfer = self._transfer(False, kind, dpus, symbol, offset, nbytes, False)
+        address = self._address(symbol) + offset
+        zeros = bytes(nbytes)
+        data = [held.read(address, nbytes, symbol) if (held := self._held(dpu)) is not None else zeros
+                for dpu in dpus]
+        self._record(transfer)
+        return data
+
+    def _transfer(self, to_dpu: bool, kind: str, dpus: Sequence[int], symbol: str, offset: int, nbytes: int,
+                  shared_buffer: bool) -> Transfer:
+        """The call's Transfer record, once its DPUs and its bytes at `symbol + offset` are checked."""
+        for dpu in dpus:
+            self._check_dpu(dpu)
+        if kind not in KINDS or (kind == "copy" and len(dpus) != 1):
+            raise DeviceError(f"a transfer is one of {', '.join(KINDS)} (a copy to or from one DPU), not a "
+                              f"{kind} to {len(dpus)} DPUs")
+        return Transfer(to_dpu, kind, nbytes, len(dpus), memory=self._memory(symbol, offset, nbytes),
+                        shared_buffer=shared_buffer)
+
     def copy_to(self, dpu: int, symbol: str, data: Buffer, offset: int = 0) -> None:
-        self._check_dpu(dpu)
-        raw = as_bytes(data)
-        self.dpus[dpu].write(self._address(symbol) + offset, raw, symbol)
-        self._record(Transfer(True, "serial", len(raw), 1))
+        self.write([dpu], symbol, [data], offset, "copy")
 
     def copy_from(self, dpu: int, symbol: str, nbytes: int, offset: int = 0) -> bytes:
-        self._check_dpu(dpu)
-        data = self.dpus[dpu].read(self._address(symbol) + offset, nbytes, symbol)
-        self._record(Transfer(False, "serial", nbytes, 1))
-        return data
+        return self.read([dpu], symbol, nbytes, offset, "copy")[0]
 
     def push_to(self, symbol: str, buffers: list[Buffer], offset: int = 0) -> None:
-        raw = self._check_buffers(buffers)
-        address = self._address(symbol) + offset
-        for dpu, data in zip(self.dpus, raw):
-            dpu.write(address, data, symbol)
-        self._record(Transfer(True, "parallel", len(raw[0]), self.nr_dpus))
+        if len(buffers) != self.nr_dpus:
+            raise DeviceError(f"push_to needs one buffer per DPU: got {len(buffers)} for {self.nr_dpus} DPUs")
+        self.write(range(self.nr_dpus), symbol, buffers, offset, "push",
+                   shared_buffer=all(b is buffers[0] for b in buffers))
 
     def push_from(self, symbol: str, nbytes: int, offset: int = 0) -> list[bytes]:
-        address = self._address(symbol) + offset
-        data = [dpu.read(address, nbytes, symbol) for dpu in self.dpus]
-        self._record(Transfer(False, "parallel", nbytes, self.nr_dpus))
-        return data
+        return self.read(range(self.nr_dpus), symbol, nbytes, offset, "push")
 
     def broadcast(self, symbol: str, data: Buffer, offset: int = 0) -> None:
-        raw = as_bytes(data)
-        address = self._address(symbol) + offset
-        for dpu in self.dpus:
-            dpu.write(address, raw, symbol)
-        self._record(Transfer(True, "broadcast", len(raw), self.nr_dpus))
+        self.write(range(self.nr_dpus), symbol, [data] * self.nr_dpus, offset, "broadcast", shared_buffer=True)
 
     def _record(self, transfer: Transfer) -> None:
+        if self._untimed:  # the harness's own read (Device.untimed): not a call of the host program
+            return
         transfer = replace(transfer, inter_dpu=self._in_inter_dpu)
         self.transfers.append(transfer)
         self._account_transfer(transfer.to_dpu, transfer_seconds(transfer, self.config), transfer.total_bytes)

@@ -30,7 +30,7 @@ from cnmtune.runtime.sim.retime import Signature, signature_of
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig, RoutineCost
-from cnmtune.runtime.sim.device import SimDevice, Transfer
+from cnmtune.runtime.sim.device import LEGACY_MODES, SimDevice, Transfer
 from cnmtune.runtime.sim.jit import Stopwatch
 from cnmtune.runtime.sim.routines import RoutineKind
 from cnmtune.runtime.sim.trace import Trace
@@ -104,7 +104,8 @@ class TraceSet:
                           "dpus": [{"file": f, "cycles": c, "segments": len(t)}
                                    for f, c, t in zip(launch.files, launch.cycles, launch.traces)]}
                          for launch in self.launches],
-            "transfers": [[t.to_dpu, t.mode, t.nbytes, t.nr_dpus, t.inter_dpu] for t in self.transfers],
+            "transfers": [[t.to_dpu, t.kind, t.nbytes, t.nr_dpus, t.inter_dpu, t.memory, t.shared_buffer]
+                          for t in self.transfers],
             "times": {"kernel_s": self.kernel_s, "host_to_dpu_s": self.host_to_dpu_s,
                       "dpu_to_host_s": self.dpu_to_host_s, "inter_dpu_s": self.inter_dpu_s},
             "record_seconds": self.record_seconds,
@@ -119,10 +120,21 @@ def config_to_json(config: DpuConfig) -> dict:
 
 
 def config_from_json(data: dict) -> DpuConfig:
-    """Inverse of config_to_json."""
-    scalars = {k: v for k, v in data.items() if k != "routine_costs"}
+    """Inverse of config_to_json. Constants DpuConfig no longer has (the host-link bandwidths before
+    issue 41's transfer model) are left out: the run's transfer log is priced by today's model."""
+    known = {f.name for f in fields(DpuConfig)}
+    scalars = {k: v for k, v in data.items() if k != "routine_costs" and k in known}
     costs = tuple(RoutineCost(name, RoutineKind(kind), base, per) for name, kind, base, per in data["routine_costs"])
     return DpuConfig(**scalars, routine_costs=costs)
+
+
+def transfer_from_json(record: list) -> Transfer:
+    """One transfer of a manifest: [to_dpu, kind, nbytes, DPUs, inter_dpu, memory, shared_buffer];
+    records written before issue 41 end after inter_dpu and name the kind by its old mode (serial,
+    parallel, broadcast): their memory reads as MRAM, their buffers as one per DPU."""
+    kind = LEGACY_MODES.get(record[1], record[1])
+    memory, shared = (str(record[5]), bool(record[6])) if len(record) > 5 else ("mram", False)
+    return Transfer(bool(record[0]), str(kind), int(record[2]), int(record[3]), bool(record[4]), memory, shared)
 
 
 def trace_key(elf_hash: str, dpus: int, size: int, seed: int, params: dict, config: DpuConfig) -> str:
@@ -259,8 +271,7 @@ def load_trace_set(directory: Path) -> TraceSet:
             defines=tuple((k, v) for k, v in manifest["defines"]), elf_hash=manifest["elf_hash"],
             dpus=int(manifest["dpus"]), size=int(manifest["size"]), seed=int(manifest["seed"]),
             params=tuple(sorted(manifest["params"].items())), config=config, launches=tuple(launches),
-            transfers=tuple(Transfer(bool(t[0]), str(t[1]), int(t[2]), int(t[3]), bool(t[4]))
-                            for t in manifest["transfers"]),
+            transfers=tuple(transfer_from_json(t) for t in manifest["transfers"]),
             kernel_s=float(times["kernel_s"]), host_to_dpu_s=float(times["host_to_dpu_s"]),
             dpu_to_host_s=float(times["dpu_to_host_s"]), inter_dpu_s=float(times["inter_dpu_s"]),
             record_seconds=float(manifest["record_seconds"]),

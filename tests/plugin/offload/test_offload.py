@@ -11,8 +11,10 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from cnmtune.errors import DeviceError, UsageError
+from cnmtune.plugin.cli import offload as offload_cli
 from cnmtune.plugin.offload import decide as offload_module
 from cnmtune.plugin.offload.cpu_baseline import CPU_BASELINES, CpuTime, cpu_time, native_library
 from cnmtune.plugin.offload.decide import (
@@ -91,9 +93,10 @@ def test_cpu_baseline_native_and_numpy():
         pytest.skip("no C compiler here")
     native = cpu_time(workload, inputs, "native", repeats=3)
     assert native.implementation == "native" and "native C" in native.label and native.seconds > 0
-    for name in ("red", "gemv", "bs"):
+    for name in ("red", "gemv", "bs"):  # the C result verifies against every output of the reference (bs: PrIM's too)
         other = find_kernel(name).workload(find_kernel(name).workload.preset("small"), 1, 1, None, 0)
-        assert cpu_time(other, other.inputs(), "auto", repeats=1).seconds > 0
+        timed = cpu_time(other, other.inputs(), "auto", repeats=1)
+        assert timed.implementation == "native" and timed.seconds > 0
     sel = find_kernel("sel").workload(4096, 1, 1, None, 0)
     assert cpu_time(sel, sel.inputs(), "auto", repeats=1).implementation == "numpy"
     with pytest.raises(ValueError, match="no C implementation for sel"):
@@ -127,7 +130,7 @@ def _check_consistency(report) -> None:
     for p in points:
         feasible = [c for c in p.candidates if not c.error]
         assert p.best is not None and p.best.total_s == pytest.approx(min(c.total_s for c in feasible), rel=0.05)
-        assert p.offload == (p.speedup >= 1.0)
+        assert p.offload == (p.speedup >= p.min_speedup)
         assert p.speedup == pytest.approx(p.cpu.seconds / p.cnm_s)
     cnm = [p.cnm_s for p in points]  # the model: more work never makes the best CNM time shorter
     assert all(b >= a * 0.99 for a, b in pairwise(cnm)), cnm
@@ -149,7 +152,7 @@ def test_decisions_across_sizes_are_consistent(name):
                        tasklets=(16,), repeats=3, bisect_steps=2)
     report = decide(spec)
     _check_consistency(report)
-    assert {p.origin for p in report.points} <= {"grid", "requested", "bisection"}
+    assert {p.origin for p in report.points} <= {"grid", "requested", "bisection", "range"}
     assert not report.at_size.offload  # a few thousand elements: the launch and transfer latencies dominate
     assert any("CNM kernel time: simulated" in n for n in report.notes)
     assert any(n.startswith("CPU: ") for n in report.notes)
@@ -180,6 +183,35 @@ def test_the_flip_point_is_bracketed_and_bisected(monkeypatch):
     assert "#define CNMTUNE_OFFLOAD_VA_TASKLETS 16\n" in text and '#define CNMTUNE_OFFLOAD_VA_PIPELINE "O2"\n' in text
     assert f"#define CNMTUNE_OFFLOAD_VA_FLIP_SIZE {hi}\n" in text
     assert text.startswith("/*") and text.rstrip().endswith("#endif /* CNMTUNE_OFFLOAD_H */")
+
+
+def test_a_decision_says_how_sure_it_is():
+    """Issue 41: a real decision (va, its CPU time measured here) gives the chosen configuration's
+    transfer share of its end-to-end time and its transfer time with the transfer constants at the
+    cheap and the dear end of their fitted ranges, and the flip point at both ends, which brackets
+    the flip. At 2,560 DPUs va's CNM time is transfers (the arguments' WRAM push to every DPU): its
+    speedup is ~0.005 at 4,096 elements and ~0.5 at 4M on any machine, so min_speedup 0.05 puts a
+    flip inside the sweep."""
+    report = decide(OffloadSpec("va", size="small", sizes=("small", 4_194_304), dpus=(2560,), tasklets=(16,),
+                                repeats=3, bisect_steps=4, min_speedup=0.05))
+    _check_consistency(report)
+    at = report.at_size
+    assert 0.5 < at.transfer_share < 1  # transfer-bound
+    cheap, dear = report.transfer_range_s
+    assert cheap < at.best.transfer_s < dear and dear / cheap < 2
+    assert report.flip and not at.offload
+    low, high = report.flip_range
+    evaluated = {p.size for p in report.points}
+    assert {low, high} <= evaluated and low <= report.flip[1] <= high
+    record = report.to_dict()
+    assert record["transfer_share"] == at.transfer_share and record["flip_range"] == [low, high]
+    assert record["transfer_s_range"] == [cheap, dear]
+    console = Console(width=200, record=True)  # wide: every cell on one line
+    console.print(offload_cli._summary_table([report]))
+    text = console.export_text()
+    others = at.best.total_s - at.best.transfer_s
+    assert f"{at.transfer_share:.0%} ({cheap / (others + cheap):.0%}-{dear / (others + dear):.0%})" in text
+    assert f"range {low:,}" + ("" if low == high else f" to {high:,}") in text
 
 
 def test_header_names_and_sizes():

@@ -69,7 +69,7 @@ def test_retime_at_the_recording_config_reproduces_the_cosimulated_kernel_time(n
 def test_a_retimed_design_point_equals_cosimulation_under_its_config(name, trace_sets, toolchain):
     trace_set = trace_sets[name]
     [point] = design_points(trace_set.config, {"frequency_mhz": (400,), "revolver": (8,), "dma_beta": (0.25,),
-                                               "rank_to_dpu_gbps": (3.0,)})
+                                               "xfer_call_us": (30.0,)})
     [result] = sweep_trace_set(trace_set, [point]).results
     assert result.method == "retimed"
     cosimulated = run_binary(toolchain.compile(Variant.of(find_kernel(name), "O2")), 2, _small(name), point.config)
@@ -221,7 +221,7 @@ def test_cli_errors_and_help():
     assert evil.returncode == 2 and "Call is not allowed" in evil.stderr
     helptext = _cnmtune("sweep", "--help")
     assert helptext.returncode == 0
-    for name in ("frequency_mhz", "revolver", "dma_beta", "launch_overhead_us", "host_to_dpu_gbps"):
+    for name in ("frequency_mhz", "revolver", "dma_beta", "launch_overhead_us", "xfer_call_us"):
         assert name in helptext.stdout
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from cnmtune.errors import CnmtuneError
+from cnmtune.runtime.sim.calibrated import TRANSFER_RANGES
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.design_space import (
     DESIGN_SPACE,
@@ -17,7 +18,7 @@ from cnmtune.runtime.sim.design_space import (
     parameter,
     sample_designs,
 )
-from cnmtune.runtime.sim.retime import timing_key
+from cnmtune.runtime.sim.retime import HOST_FIELDS, timing_key
 
 
 def test_every_parameter_is_a_dpuconfig_field_once_with_a_source():
@@ -29,12 +30,28 @@ def test_every_parameter_is_a_dpuconfig_field_once_with_a_source():
     timeline = {name for name, _ in timing_key(DpuConfig())}
     assert {p.field for p in TIMELINE_PARAMETERS} == timeline & set(fields)
     assert {"revolver_period", "pipeline_depth", "dma_beta", "dma_read_alpha"} <= {p.field for p in TIMELINE_PARAMETERS}
+    # the rest is every constant that turns cycles into seconds or prices transfers, but the rank topology
+    assert {p.field for p in DESIGN_SPACE if not p.timeline} == HOST_FIELDS - {"dpus_per_rank"}
 
 
 @pytest.mark.parametrize("config", [DpuConfig(), DpuConfig.calibrated()], ids=["literature", "calibrated"])
 def test_todays_values_lie_in_their_ranges(config):
     outside = {p.field: getattr(config, p.field) for p in DESIGN_SPACE if not p.contains(getattr(config, p.field))}
     assert not outside
+
+
+def test_each_transfer_constant_ranges_over_its_fit_and_says_so():
+    """The calibration's 5-95 % range of every transfer constant lies inside its design range, and
+    its source quotes the literature value, the calibrated one and that range."""
+    for field, (low, high) in TRANSFER_RANGES.items():
+        p = parameter(field)
+        assert p.contains(low) and p.contains(high), field
+        assert "literature" in p.source and "calibrated" in p.source and "5-95 %" in p.source
+    low, high = TRANSFER_RANGES["xfer_call_s"]
+    assert parameter("xfer_call_s").source.endswith(
+        f"literature 46.5 us (fitted on the calibration machine; config.py), calibrated "
+        f"{DpuConfig.calibrated().xfer_call_s * 1e6:.3g} us, 5-95 % {low * 1e6:.3g} us to {high * 1e6:.3g} us "
+        "(calibrated.py)")
 
 
 def test_sampled_designs_lie_in_their_ranges_and_are_valid_configs():
@@ -59,8 +76,9 @@ def test_sampled_designs_lie_in_their_ranges_and_are_valid_configs():
 
 
 def test_log_uniform_where_the_range_spans_a_decade():
-    assert parameter("dma_read_alpha").log and parameter("dma_beta").log and parameter("rank_to_dpu_Bps").log
+    assert parameter("dma_read_alpha").log and parameter("dma_beta").log and parameter("xfer_to_row_s_per_B").log
     assert not parameter("frequency_hz").log and not parameter("dma_engine_overhead").log  # 5x; starts at 0
+    assert not parameter("xfer_host_cached_fraction").log  # a fraction, from 0
     designs = sample_designs(400, seed=3)
     beta = np.log(design_vector(designs, (parameter("dma_beta"),))[:, 0])
     # log-uniform: as many designs in the lower half of the log range as in the upper half

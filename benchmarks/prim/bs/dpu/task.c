@@ -12,7 +12,8 @@
  * the query sends the search left, otherwise a miss sends it right). Once the midpoint falls
  * within one block of start, the block at start is scanned, then the bytes left after it; a
  * query found in neither prints PrIM's "NOT found" line. The found indices are gathered in
- * WRAM and written back FOUND_BATCH (32) at a time. */
+ * WRAM and written back FOUND_BATCH (32) at a time; as PrIM, each tasklet also keeps the last
+ * found index in its DPU_RESULTS entry, the only result PrIM's host reads back. */
 #include <alloc.h>
 #include <barrier.h>
 #include <defs.h>
@@ -23,6 +24,7 @@
 #include "common.h"
 
 __host bs_arguments_t DPU_INPUT_ARGUMENTS;
+__host bs_results_t DPU_RESULTS[NR_TASKLETS];
 
 BARRIER_INIT(start_barrier, NR_TASKLETS);
 
@@ -49,6 +51,7 @@ static int binary_search(void) {
     const unsigned int tasklet = me();
     if (tasklet == 0)
         mem_reset(); /* WRAM heap survives launches: start each one from empty */
+    DPU_RESULTS[tasklet].found = BS_NOT_FOUND; /* WRAM survives launches too (PrIM never resets it) */
     barrier_wait(&start_barrier);
 
     const uint64_t input_size = DPU_INPUT_ARGUMENTS.input_size;
@@ -107,6 +110,8 @@ static int binary_search(void) {
                 start = mid; /* go right */
         }
 
+        if (index != BS_NOT_FOUND)
+            DPU_RESULTS[tasklet].found = index;
         found[pending++] = index;
         if (pending == FOUND_BATCH || q + 1 == DPU_INPUT_ARGUMENTS.slice_per_dpu / NR_TASKLETS) {
             const uint32_t done = first + (uint32_t)q + 1 - pending;

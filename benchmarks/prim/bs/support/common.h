@@ -27,4 +27,10 @@ typedef struct {
 /* Found index of a query that is not in the array. */
 #define BS_NOT_FOUND ((int64_t)-1)
 
+/* PrIM's DPU_RESULTS entry, one per tasklet: the found index of the tasklet's last query that
+ * was found (its largest, as the queries ascend), BS_NOT_FOUND if none was. */
+typedef struct {
+    int64_t found;
+} bs_results_t;
+
 #endif
