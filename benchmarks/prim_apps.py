@@ -108,10 +108,12 @@ class AppRun:
         return (lines[0] if lines else f"exit {self.returncode}").strip()[:400]
 
 
-def app_run(app: Path, dpus: int, args: tuple[str, ...]) -> AppRun:
-    """Build `app` for `dpus` DPUs and 16 tasklets with its Makefile and run it on the simulator."""
+def app_run(app: Path, dpus: int, args: tuple[str, ...], tasklets: int = TASKLETS,
+            variables: tuple[str, ...] = ()) -> AppRun:
+    """Build `app` for `dpus` DPUs and `tasklets` tasklets (and the make `variables`, NAME=VALUE)
+    with its Makefile and run it on the simulator."""
     command = [sys.executable, "-m", "cnmtune", "app", "run", str(app), "--dpus", str(dpus),
-               "--tasklets", str(TASKLETS), "--json", "--", *args]
+               "--tasklets", str(tasklets), *(f"--var={v}" for v in variables), "--json", "--", *args]
     done = subprocess.run(command, capture_output=True, text=True)
     try:
         record = json.loads(done.stdout)
@@ -120,6 +122,19 @@ def app_run(app: Path, dpus: int, args: tuple[str, ...]) -> AppRun:
     sets = record.get("sets", [])
     return AppRun(record["returncode"], record["stdout"], record["stderr"], record["kernel_s"],
                   sum(s["host_to_dpu_s"] for s in sets), sum(s["dpu_to_host_s"] for s in sets))
+
+
+def prim_option(parser: argparse.ArgumentParser) -> None:
+    """--prim DIR: a PrIM checkout (default ../shared/prim-benchmarks)."""
+    parser.add_argument("--prim", type=Path, default=PRIM, help="a PrIM checkout (default ../shared/prim-benchmarks)")
+
+
+def check_prim(parser: argparse.ArgumentParser, prim: Path, app: str = "VA") -> Path:
+    """PrIM's application folder `app` of checkout `prim`; a usage error naming what to pass when it has no Makefile."""
+    if not (prim / app / "Makefile").is_file():
+        parser.error(f"--prim {prim}: not a PrIM checkout (no {app}/Makefile); pass the folder holding PrIM's "
+                     "applications (github CMU-SAFARI/prim-benchmarks)")
+    return prim / app
 
 
 def write_inputs(folder: Path, seed: int = 7) -> dict[str, str]:
@@ -255,7 +270,7 @@ def print_hardware(records: list[dict], summary: dict[str, dict], console: Conso
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prim", type=Path, default=PRIM, help="a PrIM checkout (default ../shared/prim-benchmarks)")
+    prim_option(parser)
     script_io.data_option(parser)
     parser.add_argument("--parts", default="suite,hardware", help="suite, hardware or both (comma-separated)")
     parser.add_argument("--workloads", default="", help="hardware rows of these workloads only (e.g. VA,MLP)")
@@ -266,9 +281,7 @@ def main() -> int:
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
     if not parts <= {"suite", "hardware"}:
         parser.error(f"--parts: unknown part(s) {', '.join(sorted(parts - {'suite', 'hardware'}))}")
-    if not (args.prim / "VA" / "Makefile").is_file():
-        parser.error(f"--prim {args.prim}: not a PrIM checkout (no VA/Makefile); pass the folder holding PrIM's "
-                     "applications (github CMU-SAFARI/prim-benchmarks)")
+    check_prim(parser, args.prim)
     if "hardware" in parts:  # before the suite's minutes, not after them
         csvs = script_io.data_files(parser, args.data, calibration.FITTED_CSV, calibration.VALIDATION_CSV)
     report: dict = {"config": DpuConfig.calibrated().hash}

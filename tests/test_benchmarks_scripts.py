@@ -214,6 +214,41 @@ def test_validate_sim_and_prim_arith_agree_on_div():
     assert validate[0]["mops"] == pytest.approx(prim[0]["mops"], rel=0.01)
 
 
+# ------------------------------------------------------------------ PrIM's CPU-DPU microbenchmark
+PRIM_CPU_DPU = REPO.parent / "shared" / "prim-benchmarks" / "Microbenchmarks" / "CPU-DPU"
+
+
+def test_prim_cpu_dpu_prints_the_apps_bandwidths_next_to_prims_published_ones(tmp_path):
+    """PrIM's CPU-DPU app, unmodified, at 1 and 4 DPUs and 1 MiB per DPU: serial copies go DPU by DPU
+    (the same GB/s at 1 and 4 DPUs), one dpu_push_xfer to 4 DPUs beats four copies, reading MRAM is
+    slower than writing it, and the 1-DPU serial rows stand next to PrIM's values, tagged UNCONFIRMED."""
+    if not (PRIM_CPU_DPU / "Makefile").is_file():
+        pytest.skip(f"PrIM's CPU-DPU microbenchmark is not at {PRIM_CPU_DPU} (a checkout of "
+                    "github.com/CMU-SAFARI/prim-benchmarks beside the repository)")
+    out = tmp_path / "cpu_dpu.json"
+    result = _run("prim_cpu_dpu", "--dpus", "1,4", "--modes", "serial,parallel", "--elements", "131072",
+                  "--sizes", "131072", "--out", str(out))
+    rows = {(r["mode"], r["direction"], r["dpus"]): r for r in json.loads(out.read_text())["rows"]}
+    assert len(rows) == 8 and all(r["gbps"] > 0 and r["bytes_per_dpu"] == 1 << 20 for r in rows.values())
+    for direction in ("CPU-DPU", "DPU-CPU"):
+        assert rows["serial", direction, 4]["gbps"] == pytest.approx(rows["serial", direction, 1]["gbps"], rel=0.05)
+        assert rows["parallel", direction, 4]["gbps"] > 2 * rows["serial", direction, 4]["gbps"]
+    assert rows["serial", "DPU-CPU", 1]["gbps"] < rows["serial", "CPU-DPU", 1]["gbps"]
+    compared = [r for r in rows.values() if r["within"] is not None]
+    assert [(r["direction"], r["published_gbps"], r["published_tag"]) for r in compared] == \
+        [("CPU-DPU", 0.33, "U"), ("DPU-CPU", 0.12, "U")]
+    assert all(r["mode"] == "serial" and r["dpus"] == 1 for r in compared)
+    assert all(r["error_pct"] == pytest.approx(100 * (r["gbps"] / r["published_gbps"] - 1)) for r in compared)
+    assert result.returncode == (0 if all(r["within"] for r in compared) else 1), result.stderr[-2000:]
+    assert "PrIM GB/s" in result.stdout and "0.33 [U] at 32 MiB" in result.stdout and "UNCONFIRMED" in result.stdout
+
+
+def test_prim_cpu_dpu_without_a_prim_checkout_is_one_usage_error(tmp_path):
+    result = _run("prim_cpu_dpu", "--prim", str(tmp_path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "Microbenchmarks/CPU-DPU/Makefile" in result.stderr and "prim-benchmarks" in result.stderr
+
+
 # --------------------------------------------------------------------------- tune ablation
 def test_tune_ablation_reads_each_arms_best_run_within_every_budget(tmp_path):
     out = tmp_path / "ablation.json"
