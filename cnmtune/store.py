@@ -494,8 +494,13 @@ class Store:
                                                 " AND f.schema_hash = :schema")
             params = {**_TRAINING_PARAMS, "schema": schema_hash}
         out = []
+        decoded: dict[str, dict[str, float]] = {}  # one dict per binary: rows of an ELF share it
         for row in self._conn.execute(sql, params):
-            feats = json.loads(row[13]) if schema_hash is not None else None
+            feats = None
+            if schema_hash is not None:
+                feats = decoded.get(row[3])
+                if feats is None:
+                    feats = decoded[row[3]] = json.loads(row[13])
             out.append(TrainingRow(*row[:13], features=feats))
         return out
 
