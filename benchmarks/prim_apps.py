@@ -119,6 +119,8 @@ def app_run(app: Path, dpus: int, args: tuple[str, ...], tasklets: int = TASKLET
         record = json.loads(done.stdout)
     except json.JSONDecodeError:  # a build or usage error: cnmtune printed one line, no record
         return AppRun(done.returncode or 1, "", done.stderr.strip(), 0.0, 0.0, 0.0)
+    if "error" in record:  # cnmtune's one-line error as JSON (a fault, a build error, a timeout)
+        return AppRun(done.returncode or 1, "", f"error: {record['error']}", 0.0, 0.0, 0.0)
     sets = record.get("sets", [])
     return AppRun(record["returncode"], record["stdout"], record["stderr"], record["kernel_s"],
                   sum(s["host_to_dpu_s"] for s in sets), sum(s["dpu_to_host_s"] for s in sets))
