@@ -74,8 +74,8 @@ class PooledMeasurer(Measurer):
         host = run_host(self._job(c))
         rec = self.store.find_run(host["kernel"], host["defines"], c.elf_hash, c.dpus, c.tasklets, self.size,
                                   self.target.config_hash, host["params"])
-        if rec is None or rec.link_hash != self.target.link_hash:  # another link model's transfer time
-            return False
+        if rec is None or (rec.transfer_seconds is not None and rec.link_hash != self.target.link_hash):
+            return False  # never run, or its transfer time is another link model's
         take(c, rec)
         self.reused += 1
         return True
