@@ -100,7 +100,8 @@ def host_environment(cache: BuildCache | None = None) -> tuple[Path, dict[str, s
     """The shim directory (built on first use) and os.environ with its bin/ first on PATH."""
     cache = cache or BuildCache()
     cc = _c_compiler()
-    target = cache.path("hostapi", content_key("hostapi-1", *_sources(), *cc, sys.executable), "")
+    # the shim names this checkout's include directory, so the key holds its path as well as its contents
+    target = cache.path("hostapi", content_key("hostapi-1", *_sources(), *cc, sys.executable, str(INCLUDE_DIR)), "")
     if not (target / "lib" / "libdpu.a").is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         _build(target, cc)
