@@ -7,6 +7,9 @@
   the graph) and ``program`` ([1, dim]); outputs ``design_representations`` ([N, dim]) and
   ``log_cycles`` ([N], the log of their dot products with the program).
 
+cnmtune ships one, trained on the suite's re-timings (cnmtune/data/perfvec/; ``perfvec_model_dir``
+resolves the name 'shipped' to it).
+
 Both carry the metadata of model_format.py (format tag, cnmtune version, training data hash,
 metrics, config, graph digest checked on load) plus the block feature names and hash, the design
 parameters with their ranges, and a model id shared by the pair, so that two halves of different
@@ -31,10 +34,11 @@ from cnmtune.costmodel.learn.perfvec_blocks import BLOCK_FEATURES, BLOCK_SCHEMA_
 from cnmtune.errors import ModelError, SchemaMismatch
 from cnmtune.runtime.sim.design_space import TIMELINE_PARAMETERS
 
-__all__ = ["PERFVEC_FORMAT", "PerfVecScorer", "export_perfvec"]
+__all__ = ["PERFVEC_FORMAT", "SHIPPED_PERFVEC", "PerfVecScorer", "export_perfvec", "perfvec_model_dir"]
 
 PERFVEC_FORMAT = "cnmtune-perfvec-onnx-1"
 BLOCKS_FILE, DESIGN_FILE = "blocks.onnx", "design.onnx"
+SHIPPED_PERFVEC = "shipped"
 KEY_ROLE = "cnmtune.perfvec.role"
 KEY_BLOCKS = "cnmtune.perfvec.block_features"
 KEY_DESIGN = "cnmtune.perfvec.design_parameters"
@@ -47,6 +51,18 @@ _IO = {BLOCKS_FILE: (["blocks", "weights"], ["program", "block_representations"]
 _ROWS = {BLOCKS_FILE: {"blocks": {0: "blocks"}, "weights": {0: "blocks"}, "block_representations": {0: "blocks"}},
          DESIGN_FILE: {"designs": {0: "designs"}, "design_representations": {0: "designs"},
                        "log_cycles": {0: "designs"}}}
+
+
+def perfvec_model_dir(name: str | os.PathLike) -> Path:
+    """The PerfVec model directory ``name`` gives: a directory, else 'shipped' for the model cnmtune
+    ships (cnmtune/data/perfvec, wherever it is installed)."""
+    path = Path(name)
+    if not path.is_dir() and str(name) == SHIPPED_PERFVEC:
+        path = Path(__file__).resolve().parents[2] / "data" / "perfvec"
+    if not path.is_dir():
+        raise ModelError(f"no PerfVec model at {path}: neither a directory nor '{SHIPPED_PERFVEC}' (the model "
+                         "cnmtune ships); train one with `cnmtune model perfvec-train`")
+    return path
 
 
 def _design_parameters() -> list[dict]:

@@ -27,7 +27,7 @@ from cnmtune.plugin.sweep.design import (
 )
 from cnmtune.plugin.cli.options import DEFINES, kernel_size, parse_defines, parse_pipeline
 from cnmtune.plugin.cli.output import console, emit_json, err_console, milliseconds, note
-from cnmtune.costmodel.learn.perfvec_onnx import PerfVecScorer
+from cnmtune.costmodel.learn.perfvec_onnx import PerfVecScorer, perfvec_model_dir
 from cnmtune.plugin.sweep.evaluate import KernelSweep, sweep_trace_set
 from cnmtune.plugin.sweep.learned import LearnedSweep, learned_sweep
 from cnmtune.runtime.sim.traces import MANIFEST, TraceSet, load_trace_set, obtain_trace_set
@@ -56,8 +56,8 @@ def sweep_command(
                                                         "exactly, instead of re-executing them"),
     plot: Path | None = typer.Option(None, "--plot", help="write a PNG here: the Pareto front (time vs cost), or "
                                                           "with --learned time over two parameters (--axes)"),
-    learned: Path | None = typer.Option(None, "--learned", help="predict with this PerfVec model directory "
-                                                                "(unseen designs, many points); exact: omit"),
+    learned: str | None = typer.Option(None, "--learned", metavar="DIR", help="predict with this PerfVec model "
+                                       "directory, or 'shipped' (unseen designs, many points); exact: omit"),
     confirm: int = typer.Option(5, "--confirm", help="with --learned: the best N points priced exactly too"),
     axes: str | None = typer.Option(None, "--axes", metavar="A,B", help="with --learned --plot: the two "
                                                                          "parameters plotted (default: the first two)"),
@@ -71,10 +71,10 @@ def sweep_command(
     handshakes) and grant every lock and semaphore in the same order as the recording did; other
     points are re-executed under their config (or refused with --strict).
 
-    With --learned DIR, a PerfVec model predicts every point from the program's representation
-    (computed once from its traces): thousands of points per second, for designs never simulated;
-    the best --confirm points are then priced exactly as above. NAME=LO:HI:N gives N evenly
-    spaced values."""
+    With --learned DIR (or 'shipped', the model cnmtune ships), a PerfVec model predicts every
+    point from the program's representation (computed once from its traces): thousands of points
+    per second, for designs never simulated; the best --confirm points are then priced exactly as
+    above. NAME=LO:HI:N gives N evenly spaced values."""
     if not param:
         raise SweepError(f"nothing to sweep: give --param NAME=V1,V2,... (names: {', '.join(PARAMETERS)})")
     grid = dict(parse_param(p) for p in param)
@@ -85,7 +85,7 @@ def sweep_command(
     expression = CostExpression(cost)
     if axes and not (learned and plot):
         raise SweepError("--axes chooses the two parameters of a learned sweep's plot: give --learned and --plot too")
-    scorer = PerfVecScorer(learned) if learned else None
+    scorer = PerfVecScorer(perfvec_model_dir(learned)) if learned else None
     plotted = _axes(axes, list(grid)) if learned and plot else None
     toolchain = ProxyToolchain()
     sweeps: list[KernelSweep] = []
@@ -207,6 +207,9 @@ def _confirmed_table(prediction: LearnedSweep, names: list[str]) -> Table:
     return table
 
 
+MAX_TICKS = 12  # labelled levels per axis of a heatmap
+
+
 def write_heatmap(sweeps: list[KernelSweep], axes: tuple[str, str], path: Path) -> Path:
     """One panel per kernel: time over two parameters (each cell the best over the other parameters)."""
     import matplotlib
@@ -226,8 +229,9 @@ def write_heatmap(sweeps: list[KernelSweep], axes: tuple[str, str], path: Path) 
             grid[i, j] = min(grid[i, j], r.seconds(s.metric) * 1e3)
         mesh = ax.pcolormesh(range(len(xs) + 1), range(len(ys) + 1), grid, cmap="viridis_r")
         fig.colorbar(mesh, ax=ax, label=f"{s.metric} time (ms)")
-        ax.set_xticks([k + 0.5 for k in range(len(xs))], [f"{x:g}" for x in xs], rotation=90, fontsize=7)
-        ax.set_yticks([k + 0.5 for k in range(len(ys))], [f"{y:g}" for y in ys], fontsize=7)
+        for levels, set_ticks in ((xs, ax.set_xticks), (ys, ax.set_yticks)):
+            shown = range(0, len(levels), -(-len(levels) // MAX_TICKS))  # every level, or evenly thinned
+            set_ticks([k + 0.5 for k in shown], [f"{levels[k]:g}" for k in shown], fontsize=7)
         ax.set_xlabel(x_name)
         ax.set_ylabel(y_name)
         ax.set_title(f"{s.trace_set.kernel}: predicted (best over the other parameters)", fontsize=9)

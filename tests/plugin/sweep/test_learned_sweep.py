@@ -68,7 +68,23 @@ def test_learned_sweep_usage_errors(model, isolated_cache):
     assert without.returncode == 2 and "--axes chooses the two parameters" in without.stderr
     missing = cnmtune("sweep", "va", "-t", "16", "--size", "small", "--traces", str(traces), "--learned",
                       str(directory.parent / "nothing"), "--param", "revolver=8,11", cache=isolated_cache)
-    assert missing.returncode == 1 and "cannot read PerfVec model" in missing.stderr
+    assert missing.returncode == 1 and "no PerfVec model at" in missing.stderr
+
+
+def test_the_shipped_model_predicts_a_kernel_it_was_trained_on(isolated_cache, tmp_path):
+    """`--learned shipped`: the model in cnmtune/data/perfvec, checked against exact re-timing of
+    the points it ranks best (va at the small size, one of its training programs, new designs)."""
+    result = cnmtune("sweep", "va", "-t", "16", "--size", "small", "--traces", str(tmp_path / "traces"),
+                     "--learned", "shipped", "--param", "revolver=5:13:5", "--param", "dma_beta=0.3:1.5:5",
+                     "--param", "frequency_mhz=250,350,450", "--confirm", "3", "--json", cache=isolated_cache)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["learned"] == "shipped"
+    [kernel] = report["kernels"]
+    assert len(kernel["points"]) == 75 and kernel["extrapolated"] == 0
+    assert all(abs(c["error"]) < 0.15 for c in kernel["confirmed"]), kernel["confirmed"]
+    missing = cnmtune("sweep", "va", "--learned", "shiped", "--param", "revolver=8,11", cache=isolated_cache)
+    assert missing.returncode == 1 and "neither a directory nor 'shipped'" in missing.stderr
 
 
 def test_evenly_spaced_levels():
