@@ -13,6 +13,9 @@ Parts (``--parts``, default all):
                the same remaining 99 %; per size of the target (a user tunes one size), fine-tuned
                on 1 % of that size's rows and evaluated on its other rows; plus the fine-tuning
                data-fraction sweep (``--fractions``)
+- ``zeroshot`` zero-shot ranking: each kernel ranked by ``transfer``'s network that never saw
+               it, on its variants at its default size on its most DPUs: Kendall tau, and whether
+               the model's top 10 holds a variant within 5 % of the best
 - ``pairwise`` train-kernel x target-kernel MAPE matrix with (Fig. 5) and without (Fig. 6)
                transfer, sources = the per-kernel models of ``indist`` over ``--pairwise``
 - ``times``    training, fine-tuning and prediction times (Figs. 8-9)
@@ -42,7 +45,7 @@ from rich.console import Console
 from cnmtune.atomic import atomic_write
 from cnmtune.costmodel.learn import plots
 from cnmtune.costmodel.learn.baselines import AnalyticalBaseline, GbtBaseline, RandomBaseline
-from cnmtune.costmodel.learn.model import TRANSFER_FROZEN, L2PConfig
+from cnmtune.costmodel.learn.model import TRANSFER_FROZEN, L2PConfig, L2PModel
 from cnmtune.costmodel.learn.onnx_export import export_onnx, quantize_model
 from cnmtune.costmodel.learn.prediction import evaluate
 from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
@@ -56,9 +59,11 @@ from cnmtune.plugin.cli.output import ProgressLines
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT / "cnmtune" / "data" / "reference.parquet"
 FRACTIONS = (0.001, 0.005, 0.01, 0.05, 0.1)
+#: zeroshot: a kernel's top 10 counts when it holds a variant this close to the best (issue 40: 5 %)
+ZERO_SHOT_WITHIN = 0.05
 #: Fewest rows to fine-tune on in the per-size transfer (the fine-tuning default).
 ONE_SIZE_MINIMUM = 8
-PARTS = ("indist", "ablation", "transfer", "pairwise", "times")
+PARTS = ("indist", "ablation", "transfer", "zeroshot", "pairwise", "times")
 #: Default subset of the pairwise matrix: one kernel per PrIM/PIM-ML behaviour class
 #: (streaming, reduction, scan, histogram, dense and sparse linear algebra, graph, transpose,
 #: dynamic programming, ML training).
@@ -340,16 +345,28 @@ def _chosen(folds: list[list[str]], numbers: list[int] | None) -> list[list[str]
     return [folds[n - 1] for n in sorted(set(numbers))]
 
 
+def _transfer_folds(run: Run) -> list[list[str]]:
+    """The kernel folds this run trains on the others of (``--transfer-folds``, ``--folds``)."""
+    names = run.samples.kernel_names
+    return _chosen(_folds(names, run.args.transfer_folds or len(names), run.args.seed), run.args.folds)
+
+
+def _fold_model(run: Run, fold: list[str]) -> tuple[SampleSet, L2PModel, float]:
+    """The rows of every kernel but ``fold``'s, and the network trained on them (read from
+    ``--cache`` when there): (source rows, model, training seconds)."""
+    run.log(f"  fold without {', '.join(fold)}")
+    source = run.samples.select(exclude=fold)
+    train_set, val_set, _ = source.split(run.args.seed)
+    model, seconds = run.trained_model("without-" + "+".join(fold), train_set, val_set)
+    return source, model, seconds
+
+
 def transfer(run: Run) -> None:
     samples, seed, fractions = run.samples, run.args.seed, run.args.fractions
-    folds = _chosen(_folds(samples.kernel_names, run.args.transfer_folds or len(samples.kernel_names), seed),
-                    run.args.folds)
+    folds = _transfer_folds(run)
     per_kernel, per_size, sweep, train_seconds, tune_seconds = {}, {}, {}, [], []
     for fold in folds:
-        run.log(f"  fold without {', '.join(fold)}")
-        source = samples.select(exclude=fold)
-        train_set, val_set, _ = source.split(seed)
-        model, seconds = run.trained_model("without-" + "+".join(fold), train_set, val_set)
+        source, model, seconds = _fold_model(run, fold)
         train_seconds.append(seconds)
         for kernel in fold:
             target = samples.select([kernel])
@@ -409,6 +426,34 @@ def transfer(run: Run) -> None:
     run.log(f"  transfer mean runtime MAPE: {summary['with_transfer']['runtime_mape']:.2f} % with, "
             f"{summary['without_transfer']['runtime_mape']:.1f} % without; tuned on 1 % of one size: "
             f"{summary['one_size']['runtime_mape_all']:.2f} % over (kernel, size) groups")
+
+
+def zeroshot(run: Run) -> None:
+    """Each kernel ranked by the network of the fold that left it out (``transfer``'s networks,
+    nothing fine-tuned), on its variants at its largest (default) size on the most DPUs it ran
+    at there, the tuner's setting: Kendall tau, and whether the model's 10 fastest hold a variant
+    within ZERO_SHOT_WITHIN of the best (issue 40)."""
+    per_kernel = {}
+    for fold in _transfer_folds(run):
+        _, model, _ = _fold_model(run, fold)
+        for kernel in fold:
+            target = run.samples.select([kernel])
+            at_size = target.take(target.sizes == target.sizes.max())
+            variants = at_size.take(at_size.dpus == at_size.dpus.max())
+            metrics = evaluate(variants, predict(model, variants.X))[kernel]
+            regret = metrics["top10_regret"]
+            per_kernel[kernel] = {"size": int(variants.sizes[0]), "dpus": int(variants.dpus[0]),
+                                  "variants": len(variants), "tau": metrics["tau"], "top10_regret": regret,
+                                  "top10_within": regret is not None and regret <= ZERO_SHOT_WITHIN,
+                                  "runtime_mape": metrics["runtime_mape"]}
+            tau = "-" if metrics["tau"] is None else f"{metrics['tau']:.3f}"
+            run.log(f"  zero-shot {kernel}: {len(variants)} variants at size {variants.sizes[0]} on "
+                    f"{variants.dpus[0]} DPUs, τ {tau}, the top 10's best {100 * (regret or 0):.1f} % off the best")
+    taus = [v["tau"] for v in per_kernel.values() if v["tau"] is not None]
+    run.result["zeroshot"] = {"within": ZERO_SHOT_WITHIN, "per_kernel": dict(sorted(per_kernel.items())),
+                              "median_tau": float(np.median(taus)) if taus else None,
+                              "top10_within": sum(v["top10_within"] for v in per_kernel.values()),
+                              "kernels": len(per_kernel)}
 
 
 def pairwise(run: Run) -> None:
@@ -518,6 +563,13 @@ def headline(r: dict) -> Table:
                           f"{num(t['one_size']['tau_all'])} / {num(t['one_size']['tau_largest'])}", "")
         ft = r["transfer"]["finetune_seconds"]
         table.add_row("fine-tuning one kernel (max)", f"{max(ft):.1f} s", "< 30 s")
+    if "zeroshot" in r:
+        z = r["zeroshot"]
+        table.add_section()
+        table.add_row(f"zero-shot ranking ({z['kernels']} kernels, default size): median Kendall τ",
+                      num(z["median_tau"]), ">= 0.6")
+        table.add_row(f"zero-shot: top 10 within {100 * z['within']:g} % of the best",
+                      f"{z['top10_within']} of {z['kernels']}", ">= 16 of 20")
     if "pairwise" in r and r["pairwise"].get("median_off_diagonal_with") is not None:
         table.add_row(f"pairwise ({len(r['pairwise']['kernels'])} kernels): median off-diagonal MAPE with / "
                       "without", f"{r['pairwise']['median_off_diagonal_with']:.1f} / "
@@ -525,8 +577,8 @@ def headline(r: dict) -> Table:
     return table
 
 
-PART_FUNCTIONS = {"indist": indist, "ablation": ablation, "transfer": transfer, "pairwise": pairwise,
-                  "times": times}
+PART_FUNCTIONS = {"indist": indist, "ablation": ablation, "transfer": transfer, "zeroshot": zeroshot,
+                  "pairwise": pairwise, "times": times}
 
 
 def _fractions(text: str) -> tuple[float, ...]:

@@ -28,12 +28,17 @@ def test_quick_reproduction_writes_json_pngs_and_a_headline_table(l2p_db, tmp_pa
     assert transfer["protocol"] == "leave-one-kernel-out" and set(transfer["per_kernel"]) == {"red", "va"}
     assert transfer["per_kernel"]["va"]["trained_on"] == ["red"]
     assert set(transfer["fraction_sweep"]["va"]) == {"0.001", "0.005", "0.01", "0.05", "0.1"}
+    zeroshot = record["zeroshot"]
+    assert set(zeroshot["per_kernel"]) == {"red", "va"} and zeroshot["kernels"] == 2
+    for kernel in zeroshot["per_kernel"].values():  # the largest size on the most DPUs there
+        assert kernel["variants"] > 10 and kernel["dpus"] >= 1 and -1 <= kernel["tau"] <= 1
+        assert kernel["top10_within"] == (kernel["top10_regret"] <= 0.05)
     assert len(record["pairwise"]["with_transfer"]) == 2 and record["ablation"]["split"] == "binary"
     assert record["times_seconds"] and all(Path(p).is_file() for p in record["pngs"])
     assert {Path(p).name for p in record["pngs"]} >= {"l2p_fig4_per_kernel_row.png", "l2p_fig5_transfer.png",
                                                       "l2p_fig6_no_transfer.png", "l2p_fig8_9_times.png",
                                                       "l2p_fraction_sweep.png", "l2p_loo_transfer.png"}
-    assert "headline numbers" in result.stdout and "transfer" in result.stdout
+    assert "headline numbers" in result.stdout and "transfer" in result.stdout and "zero-shot" in result.stdout
 
 
 def _transfer(l2p_db, out: Path, cache: Path, *options: str) -> subprocess.CompletedProcess:
@@ -65,6 +70,15 @@ def test_folds_split_over_runs_share_the_cache(l2p_db, tmp_path):
         group["tuned_on"] >= 8 for sizes in combined["per_size"].values() for group in sizes.values())
     assert combined["summary"]["one_size"]["runtime_mape_all"] > 0.0
     assert "1 % of one size" in whole.stdout
+
+    # the zero-shot ranking scores each kernel with the same fold networks: nothing trains again
+    zeroshot = subprocess.run(
+        [sys.executable, str(SCRIPT), "--data", str(l2p_db), "--out", str(tmp_path / "zeroshot"), "--quick",
+         "--parts", "zeroshot", "--cache", str(cache)], capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "COLUMNS": "200"})
+    assert zeroshot.returncode == 0, zeroshot.stderr[-2000:]
+    assert "epoch:" not in zeroshot.stdout and len(list(cache.glob("*.pt"))) == 2
+    assert "zero-shot va" in zeroshot.stdout
 
     wrong = _transfer(l2p_db, tmp_path / "wrong", cache, "--folds", "3")
     assert wrong.returncode != 0 and "there are folds 1..2" in wrong.stderr
