@@ -97,12 +97,12 @@ DEFAULT_ROUTINE_COSTS: tuple[RoutineCost, ...] = (
 # The host link's constants: they price host transfers (runtime/sim/device.py) and nothing a DPU
 # executes, so a run's kernel time does not depend on them (DpuConfig.hash leaves them out)
 LINK_FIELDS = frozenset({"xfer_call_s", "xfer_mram_read_s", "xfer_mram_per_dpu_s", "xfer_wram_s_per_B",
-                         "xfer_to_row_s_per_B", "xfer_to_shared_s_per_B", "xfer_from_row_s_per_B",
+                         "xfer_to_shared_s_per_B", "xfer_to_rank_exponent", "xfer_from_row_s_per_B",
                          "xfer_from_shared_s_per_B", "xfer_host_cached_fraction", "xfer_host_cache_bytes",
                          "dpus_per_rank"})
 # Version of the rules that turn a transfer log into seconds (device.call_seconds): part of
 # DpuConfig.link_hash, so a change of the rules is a change of the link model
-LINK_RULES = "sdk-calls-1"
+LINK_RULES = "sdk-calls-2"
 
 
 @dataclass(frozen=True)
@@ -130,11 +130,16 @@ class DpuConfig:
     xfer_mram_read_s: float = 77.9e-6  # F: extra per MRAM read call (the SDK flushes the lines first)
     xfer_mram_per_dpu_s: float = 0.16e-6  # F: per DPU of an MRAM call (MRAM mux taken per DPU pair)
     xfer_wram_s_per_B: float = 69e-9  # F: per byte per DPU to or from WRAM (control interface, DPU by DPU)
-    xfer_to_row_s_per_B: float = 2.93e-9  # D: per byte per DPU written to MRAM (one row thread's lines)
-    xfer_to_shared_s_per_B: float = 0.104e-9  # D: x DPUs of the rank x host share: host memory, channel
+    # D: per byte per DPU written to MRAM, x (DPUs of the rank) ** xfer_to_rank_exponent x host share
+    # (host memory, transposition, channel): 3.03 ns/B is 0.33 GB/s on 1 DPU, and 64 ** 0.277 x
+    # 3.03 = 9.59 ns/B per DPU is 6.68 GB/s on 64 (a power of 1 would saturate the rank's bandwidth)
+    xfer_to_shared_s_per_B: float = 3.03e-9
+    xfer_to_rank_exponent: float = 0.277
     xfer_from_row_s_per_B: float = 8.25e-9  # D: per byte per DPU read from MRAM (load-latency bound)
     xfer_from_shared_s_per_B: float = 0.082e-9  # D: x DPUs of the rank, reading
-    xfer_host_cached_fraction: float = 0.13  # D: host share left for a buffer read from the host cache
+    # D: host share left for a buffer read from the host cache: 64 / 16.88 GB/s = 3.79 ns/B per DPU
+    # for PrIM's broadcast to 64 DPUs, 0.395 x 9.59
+    xfer_host_cached_fraction: float = 0.395
     xfer_host_cache_bytes: float = 6.2e6  # F: host footprint where per-DPU buffers leave the cache
     dpus_per_rank: int = 64
     routine_costs: tuple[RoutineCost, ...] = field(default=DEFAULT_ROUTINE_COSTS)
@@ -142,10 +147,10 @@ class DpuConfig:
     def __post_init__(self) -> None:
         if self.revolver_period < 1 or self.frequency_hz <= 0 or self.dma_beta < 0 \
                 or not 0 <= self.wram_dma_share < 1 or not 0 <= self.xfer_host_cached_fraction <= 1 \
-                or self.xfer_host_cache_bytes <= 0 or self.dpus_per_rank < 1:
+                or self.xfer_host_cache_bytes <= 0 or self.xfer_to_rank_exponent <= 0 or self.dpus_per_rank < 1:
             raise ValueError("DpuConfig: frequency > 0, revolver_period >= 1, dma_beta >= 0, "
                              "0 <= wram_dma_share < 1, 0 <= xfer_host_cached_fraction <= 1, "
-                             "xfer_host_cache_bytes > 0, dpus_per_rank >= 1")
+                             "xfer_host_cache_bytes > 0, xfer_to_rank_exponent > 0, dpus_per_rank >= 1")
 
     @property
     def hash(self) -> str:

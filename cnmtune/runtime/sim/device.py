@@ -5,14 +5,18 @@ sources, backends/api/src/dpu_memory.c and the x86 backend's xeon_sp_translation
 host call (dpu_copy_to/from, dpu_prepare_xfer + dpu_push_xfer, dpu_broadcast_to) pays a fixed
 cost. An MRAM symbol goes through one transfer matrix per rank: the host takes the MRAM mux of
 every addressed DPU (a cost per DPU), and 8 host threads move the bytes row by row, so a call
-costs bytes per DPU x (a per-byte row cost + a host-side cost shared by the rank's DPUs);
-ranks transfer concurrently, so the fullest rank sets the time. Reading MRAM also flushes the
-host cache first (a fixed extra per read call). The host-side part shrinks when the host buffer
-is cache-resident: one buffer for every DPU (a broadcast, or the same buffer prepared for every
-DPU) is read from host memory once; per-DPU buffers fit the cache while their footprint is
-small. A WRAM symbol is written and read DPU by DPU through the control interface (a cost per
-byte per DPU), except a broadcast, which writes a rank's WRAM at once. Kernel time of a launch =
-slowest DPU + launch overhead.
+costs bytes per DPU x a per-byte cost that grows with the DPUs it addresses in a rank. Reading:
+a row cost + a host-side cost x the rank's DPUs. Writing: a cost x the rank's DPUs to a fitted
+power below 1 (the thread pool overlaps more of a wider matrix: the calibration rows' write
+bandwidth keeps growing from 16 to 64 DPUs, as PrIM's published one does; a power of 1 would
+saturate it, and a row term beside it is not pinned down by the rows). Ranks transfer
+concurrently, so the fullest rank sets the time. Reading MRAM also flushes the host cache first
+(a fixed extra per read call). A write costs less when its host buffer is cache-resident: one
+buffer for every DPU (a broadcast, or the same buffer prepared for every DPU) is read from host
+memory once; per-DPU buffers fit the cache while their footprint is small. A WRAM symbol is
+written and read DPU by DPU through the control interface (a cost per byte per DPU), except a
+broadcast, which writes a rank's WRAM at once. Kernel time of a launch = slowest DPU + launch
+overhead.
 """
 
 from __future__ import annotations
@@ -93,7 +97,7 @@ def call_seconds(c, *, to_dpu, wram, broadcast, nbytes, dpus, one_host_buffer):
     footprint = (nbytes * dpus / c.xfer_host_cache_bytes) ** 2
     cached = c.xfer_host_cached_fraction
     share = np.where(one_host_buffer, cached, cached + (1 - cached) * footprint / (1 + footprint))
-    to_s = nbytes * (c.xfer_to_row_s_per_B + c.xfer_to_shared_s_per_B * rank_dpus * share)
+    to_s = nbytes * c.xfer_to_shared_s_per_B * rank_dpus ** c.xfer_to_rank_exponent * share
     from_s = c.xfer_mram_read_s + nbytes * (c.xfer_from_row_s_per_B + c.xfer_from_shared_s_per_B * rank_dpus)
     mram_s = c.xfer_call_s + c.xfer_mram_per_dpu_s * rank_dpus + np.where(to_dpu, to_s, from_s)
     return np.where(wram, wram_s, mram_s)
