@@ -15,7 +15,8 @@ Parts (``--parts``, default all):
                data-fraction sweep (``--fractions``)
 - ``zeroshot`` zero-shot ranking: each kernel ranked by ``transfer``'s network that never saw
                it, on its variants at its default size on its most DPUs: Kendall tau, and whether
-               the model's top 10 holds a variant within 5 % of the best
+               the model's top 10 holds a variant within 5 % of the best; the same for the
+               static heuristic (no learning) beside it
 - ``pairwise`` train-kernel x target-kernel MAPE matrix with (Fig. 5) and without (Fig. 6)
                transfer, sources = the per-kernel models of ``indist`` over ``--pairwise``
 - ``times``    training, fine-tuning and prediction times (Figs. 8-9)
@@ -428,31 +429,49 @@ def transfer(run: Run) -> None:
             f"{summary['one_size']['runtime_mape_all']:.2f} % over (kernel, size) groups")
 
 
+def _ranking(variants: SampleSet, prediction, kernel: str) -> dict:
+    """How a prediction ranks one kernel's variants: Kendall tau, the best of its 10 fastest
+    against the best (regret), whether that is within ZERO_SHOT_WITHIN, and its runtime MAPE."""
+    metrics = evaluate(variants, prediction)[kernel]
+    regret = metrics["top10_regret"]
+    return {"tau": metrics["tau"], "top10_regret": regret,
+            "top10_within": regret is not None and regret <= ZERO_SHOT_WITHIN, "runtime_mape": metrics["runtime_mape"]}
+
+
+def _ranking_summary(rankings: list[dict]) -> dict:
+    taus = [r["tau"] for r in rankings if r["tau"] is not None]
+    return {"median_tau": float(np.median(taus)) if taus else None,
+            "top10_within": sum(r["top10_within"] for r in rankings)}
+
+
 def zeroshot(run: Run) -> None:
     """Each kernel ranked by the network of the fold that left it out (``transfer``'s networks,
     nothing fine-tuned), on its variants at its largest (default) size on the most DPUs it ran
     at there, the tuner's setting: Kendall tau, and whether the model's 10 fastest hold a variant
-    within ZERO_SHOT_WITHIN of the best (issue 40)."""
+    within ZERO_SHOT_WITHIN of the best (issue 40). Next to it, the same for the static
+    heuristic that learns nothing (tune --model analytical, the ablation's heuristic arm)."""
     per_kernel = {}
+    heuristic = AnalyticalBaseline.static(run.samples.schema)
     for fold in _transfer_folds(run):
         _, model, _ = _fold_model(run, fold)
         for kernel in fold:
             target = run.samples.select([kernel])
             at_size = target.take(target.sizes == target.sizes.max())
             variants = at_size.take(at_size.dpus == at_size.dpus.max())
-            metrics = evaluate(variants, predict(model, variants.X))[kernel]
-            regret = metrics["top10_regret"]
+            network = _ranking(variants, predict(model, variants.X), kernel)
             per_kernel[kernel] = {"size": int(variants.sizes[0]), "dpus": int(variants.dpus[0]),
-                                  "variants": len(variants), "tau": metrics["tau"], "top10_regret": regret,
-                                  "top10_within": regret is not None and regret <= ZERO_SHOT_WITHIN,
-                                  "runtime_mape": metrics["runtime_mape"]}
-            tau = "-" if metrics["tau"] is None else f"{metrics['tau']:.3f}"
+                                  "variants": len(variants), **network,
+                                  "heuristic": _ranking(variants, heuristic.predict(variants.X), kernel)}
+            shown = {name: ("-" if r["tau"] is None else f"{r['tau']:.3f}", 100 * (r["top10_regret"] or 0))
+                     for name, r in (("network", network), ("heuristic", per_kernel[kernel]["heuristic"]))}
             run.log(f"  zero-shot {kernel}: {len(variants)} variants at size {variants.sizes[0]} on "
-                    f"{variants.dpus[0]} DPUs, τ {tau}, the top 10's best {100 * (regret or 0):.1f} % off the best")
-    taus = [v["tau"] for v in per_kernel.values() if v["tau"] is not None]
-    run.result["zeroshot"] = {"within": ZERO_SHOT_WITHIN, "per_kernel": dict(sorted(per_kernel.items())),
-                              "median_tau": float(np.median(taus)) if taus else None,
-                              "top10_within": sum(v["top10_within"] for v in per_kernel.values()),
+                    f"{variants.dpus[0]} DPUs, τ {shown['network'][0]}, the top 10's best "
+                    f"{shown['network'][1]:.1f} % off the best (heuristic: τ {shown['heuristic'][0]}, "
+                    f"{shown['heuristic'][1]:.1f} %)")
+    kernels = sorted(per_kernel)
+    run.result["zeroshot"] = {"within": ZERO_SHOT_WITHIN, "per_kernel": {k: per_kernel[k] for k in kernels},
+                              **_ranking_summary([per_kernel[k] for k in kernels]),
+                              "heuristic": _ranking_summary([per_kernel[k]["heuristic"] for k in kernels]),
                               "kernels": len(per_kernel)}
 
 
@@ -570,6 +589,9 @@ def headline(r: dict) -> Table:
                       num(z["median_tau"]), ">= 0.6")
         table.add_row(f"zero-shot: top 10 within {100 * z['within']:g} % of the best",
                       f"{z['top10_within']} of {z['kernels']}", ">= 16 of 20")
+        if "heuristic" in z:
+            table.add_row("zero-shot, the static heuristic: median τ / top 10 within",
+                          f"{num(z['heuristic']['median_tau'])} / {z['heuristic']['top10_within']} of {z['kernels']}", "")
     if "pairwise" in r and r["pairwise"].get("median_off_diagonal_with") is not None:
         table.add_row(f"pairwise ({len(r['pairwise']['kernels'])} kernels): median off-diagonal MAPE with / "
                       "without", f"{r['pairwise']['median_off_diagonal_with']:.1f} / "
