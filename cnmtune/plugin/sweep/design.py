@@ -56,7 +56,7 @@ PARAMETERS: dict[str, Parameter] = {p.name: p for p in (
     _p("xfer_mram_read_us", "xfer_mram_read_s", 1e-6, float, "us", "extra fixed cost of an MRAM read call"),
     _p("xfer_mram_per_dpu_us", "xfer_mram_per_dpu_s", 1e-6, float, "us", "cost per DPU of an MRAM call"),
     _p("xfer_wram_ns_per_byte", "xfer_wram_s_per_B", 1e-9, float, "ns/B", "WRAM transfer cost per byte per DPU"),
-    _p("xfer_to_shared_ns_per_byte", "xfer_to_shared_s_per_B", 1e-9, float, "ns/B",
+    _p("xfer_to_ns_per_byte", "xfer_to_s_per_B", 1e-9, float, "ns/B",
        "MRAM write cost per byte per DPU on one DPU"),
     _p("xfer_to_rank_exponent", "xfer_to_rank_exponent", 1, float, "",
        "power of the rank's DPUs in a write's cost per byte per DPU"),

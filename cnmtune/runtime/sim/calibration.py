@@ -214,7 +214,7 @@ KERNEL_KNOBS = [
 ]  # routine costs are the SDK's (config.py), not fitted: a fitted multiply hid MLP's error
 #: The transfer model's constants (device.transfer_seconds), all fitted on the transfer columns.
 TRANSFER_FIELDS = ("xfer_call_s", "xfer_mram_read_s", "xfer_mram_per_dpu_s", "xfer_wram_s_per_B",
-                   "xfer_to_shared_s_per_B", "xfer_to_rank_exponent", "xfer_from_row_s_per_B",
+                   "xfer_to_s_per_B", "xfer_to_rank_exponent", "xfer_from_row_s_per_B",
                    "xfer_from_shared_s_per_B", "xfer_host_cached_fraction", "xfer_host_cache_bytes")
 _FRACTION = TRANSFER_FIELDS.index("xfer_host_cached_fraction")  # in (0, 1): fitted on a logit scale
 

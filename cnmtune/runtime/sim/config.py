@@ -97,7 +97,7 @@ DEFAULT_ROUTINE_COSTS: tuple[RoutineCost, ...] = (
 # The host link's constants: they price host transfers (runtime/sim/device.py) and nothing a DPU
 # executes, so a run's kernel time does not depend on them (DpuConfig.hash leaves them out)
 LINK_FIELDS = frozenset({"xfer_call_s", "xfer_mram_read_s", "xfer_mram_per_dpu_s", "xfer_wram_s_per_B",
-                         "xfer_to_shared_s_per_B", "xfer_to_rank_exponent", "xfer_from_row_s_per_B",
+                         "xfer_to_s_per_B", "xfer_to_rank_exponent", "xfer_from_row_s_per_B",
                          "xfer_from_shared_s_per_B", "xfer_host_cached_fraction", "xfer_host_cache_bytes",
                          "dpus_per_rank"})
 # Version of the rules that turn a transfer log into seconds (device.call_seconds): part of
@@ -133,7 +133,7 @@ class DpuConfig:
     # D: per byte per DPU written to MRAM, x (DPUs of the rank) ** xfer_to_rank_exponent x host share
     # (host memory, transposition, channel): 3.03 ns/B is 0.33 GB/s on 1 DPU, and 64 ** 0.277 x
     # 3.03 = 9.59 ns/B per DPU is 6.68 GB/s on 64 (a power of 1 would saturate the rank's bandwidth)
-    xfer_to_shared_s_per_B: float = 3.03e-9
+    xfer_to_s_per_B: float = 3.03e-9
     xfer_to_rank_exponent: float = 0.277
     xfer_from_row_s_per_B: float = 8.25e-9  # D: per byte per DPU read from MRAM (load-latency bound)
     xfer_from_shared_s_per_B: float = 0.082e-9  # D: x DPUs of the rank, reading

@@ -136,7 +136,7 @@ DESIGN_SPACE: tuple[DesignParameter, ...] = (
               "per DPU of an MRAM call (the MRAM mux taken per DPU pair)", _FITTED),
     _transfer("xfer_wram_s_per_B", 1e-9, 500e-9, "s/B", _NS_PER_B,
               "per byte per DPU to or from WRAM (control interface, DPU by DPU)", _FITTED),
-    _transfer("xfer_to_shared_s_per_B", 0.2e-9, 20e-9, "s/B", _NS_PER_B,
+    _transfer("xfer_to_s_per_B", 0.2e-9, 20e-9, "s/B", _NS_PER_B,
               "per byte per DPU written to MRAM on 1 DPU (host memory, transposition, channel)",
               f"{_PRIM}: 0.33 GB/s at 1 DPU"),
     _transfer("xfer_to_rank_exponent", 0.2, 1.2, "", ("", 1.0),

@@ -97,7 +97,7 @@ def call_seconds(c, *, to_dpu, wram, broadcast, nbytes, dpus, one_host_buffer):
     footprint = (nbytes * dpus / c.xfer_host_cache_bytes) ** 2
     cached = c.xfer_host_cached_fraction
     share = np.where(one_host_buffer, cached, cached + (1 - cached) * footprint / (1 + footprint))
-    to_s = nbytes * c.xfer_to_shared_s_per_B * rank_dpus ** c.xfer_to_rank_exponent * share
+    to_s = nbytes * c.xfer_to_s_per_B * rank_dpus ** c.xfer_to_rank_exponent * share
     from_s = c.xfer_mram_read_s + nbytes * (c.xfer_from_row_s_per_B + c.xfer_from_shared_s_per_B * rank_dpus)
     mram_s = c.xfer_call_s + c.xfer_mram_per_dpu_s * rank_dpus + np.where(to_dpu, to_s, from_s)
     return np.where(wram, wram_s, mram_s)

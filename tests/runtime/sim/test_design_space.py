@@ -76,7 +76,7 @@ def test_sampled_designs_lie_in_their_ranges_and_are_valid_configs():
 
 
 def test_log_uniform_where_the_range_spans_a_decade():
-    assert parameter("dma_read_alpha").log and parameter("dma_beta").log and parameter("xfer_to_shared_s_per_B").log
+    assert parameter("dma_read_alpha").log and parameter("dma_beta").log and parameter("xfer_to_s_per_B").log
     assert not parameter("frequency_hz").log and not parameter("dma_engine_overhead").log  # 5x; starts at 0
     assert not parameter("xfer_host_cached_fraction").log  # a fraction, from 0
     designs = sample_designs(400, seed=3)

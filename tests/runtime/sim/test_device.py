@@ -158,7 +158,7 @@ def test_many_small_copies_cost_their_calls_plus_their_bytes(services_elf):
     for k in range(1000):
         device.copy_to(0, DPU_MRAM_HEAP_POINTER_NAME, bytes(64), offset=64 * k)
     per_call = config.xfer_call_s + config.xfer_mram_per_dpu_s
-    per_byte = config.xfer_to_shared_s_per_B * config.xfer_host_cached_fraction  # 1 DPU: 1 ** exponent
+    per_byte = config.xfer_to_s_per_B * config.xfer_host_cached_fraction  # 1 DPU: 1 ** exponent
     assert device.times.host_to_dpu_s == pytest.approx(1000 * (per_call + 64 * per_byte), rel=1e-3)
     assert device.times.host_to_dpu_s == pytest.approx(1000 * config.xfer_call_s, rel=0.05)  # calls dominate
     assert {(t.kind, t.memory, t.nr_dpus) for t in device.transfers} == {("copy", "mram", 1)}
