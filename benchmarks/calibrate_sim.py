@@ -66,12 +66,12 @@ def transfer_ranges(runs, config: DpuConfig, samples: int = BOOTSTRAP_SAMPLES) -
             for name in calibration.TRANSFER_FIELDS}
 
 
-def fit_record(config: DpuConfig, csv_paths: list[Path], before: dict, after: dict,
-               ranges: dict[str, list[float]] | None = None, groups: list[str] | None = None) -> dict:
+def fit_record(config: DpuConfig, csv_paths: list[Path], groups: list[str], before: dict, after: dict,
+               ranges: dict[str, list[float]] | None = None) -> dict:
     """What --out holds: the groups of constants refitted, the constants (and the transfer
     constants' 5-95 % ranges), their errors before and after, the data they came from."""
     return {"data": [{"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()} for path in csv_paths],
-            "date": datetime.date.today().isoformat(), "groups": groups or ["kernel", "transfers"],
+            "date": datetime.date.today().isoformat(), "groups": groups,
             "before": before, "after": after,
             "fields": {name: getattr(config, name) for name in FITTED_FIELDS}, "transfer_ranges": ranges or {}}
 
@@ -84,7 +84,7 @@ def module_text(fit: dict) -> str:
         "",
         "Data: " + ", ".join(f"{d['file']} (sha256 {d['sha256'][:16]})" for d in fit["data"]) + f", {fit['date']}.",
         (f"kernel_ms MAPE: {before['kernel']['all']:.1f} % at the start of the search, "
-         f"{after['kernel']['all']:.1f} % fitted." if "kernel" in fit.get("groups", ["kernel"]) else
+         f"{after['kernel']['all']:.1f} % fitted." if "kernel" in fit["groups"] else
          f"Kernel constants kept from an earlier fit (kernel_ms MAPE {after['kernel']['all']:.1f} %); "
          "transfer constants refitted."),
         "Transfer MAPE (CPU->DPU / DPU->CPU / Inter-DPU): "
@@ -139,7 +139,7 @@ def main() -> int:
     fitted = calibration.fit(kernel_runs, prior, groups=groups, rounds=args.rounds,
                              report=lambda name, value: console.print(f"  {name} -> {value:.6g}"), transfer_runs=runs)
     ranges = transfer_ranges(runs, fitted) if "transfers" in groups else None
-    fit = fit_record(fitted, csv_paths, before, after=errors(kernel_runs, runs, fitted), ranges=ranges, groups=groups)
+    fit = fit_record(fitted, csv_paths, groups, before, after=errors(kernel_runs, runs, fitted), ranges=ranges)
     script_io.write_json(args.out, fit)
     console.print(f"fitted: kernel MAPE {fit['after']['kernel']['all']:.1f} %; wrote {args.out}")
     if args.apply:

@@ -438,6 +438,11 @@ def _ranking(variants: SampleSet, prediction, kernel: str) -> dict:
             "top10_within": regret is not None and regret <= ZERO_SHOT_WITHIN, "runtime_mape": metrics["runtime_mape"]}
 
 
+def _ranking_text(ranking: dict) -> str:
+    tau = "-" if ranking["tau"] is None else f"{ranking['tau']:.3f}"
+    return f"τ {tau}, the top 10's best {100 * (ranking['top10_regret'] or 0):.1f} % off the best"
+
+
 def _ranking_summary(rankings: list[dict]) -> dict:
     taus = [r["tau"] for r in rankings if r["tau"] is not None]
     return {"median_tau": float(np.median(taus)) if taus else None,
@@ -459,15 +464,11 @@ def zeroshot(run: Run) -> None:
             at_size = target.take(target.sizes == target.sizes.max())
             variants = at_size.take(at_size.dpus == at_size.dpus.max())
             network = _ranking(variants, predict(model, variants.X), kernel)
+            prior = _ranking(variants, heuristic.predict(variants.X), kernel)
             per_kernel[kernel] = {"size": int(variants.sizes[0]), "dpus": int(variants.dpus[0]),
-                                  "variants": len(variants), **network,
-                                  "heuristic": _ranking(variants, heuristic.predict(variants.X), kernel)}
-            shown = {name: ("-" if r["tau"] is None else f"{r['tau']:.3f}", 100 * (r["top10_regret"] or 0))
-                     for name, r in (("network", network), ("heuristic", per_kernel[kernel]["heuristic"]))}
+                                  "variants": len(variants), **network, "heuristic": prior}
             run.log(f"  zero-shot {kernel}: {len(variants)} variants at size {variants.sizes[0]} on "
-                    f"{variants.dpus[0]} DPUs, τ {shown['network'][0]}, the top 10's best "
-                    f"{shown['network'][1]:.1f} % off the best (heuristic: τ {shown['heuristic'][0]}, "
-                    f"{shown['heuristic'][1]:.1f} %)")
+                    f"{variants.dpus[0]} DPUs, {_ranking_text(network)} (heuristic: {_ranking_text(prior)})")
     kernels = sorted(per_kernel)
     run.result["zeroshot"] = {"within": ZERO_SHOT_WITHIN, "per_kernel": {k: per_kernel[k] for k in kernels},
                               **_ranking_summary([per_kernel[k] for k in kernels]),

@@ -167,14 +167,16 @@ def test_apply_writes_the_module_that_calibrated_loads(tmp_path):
     fields = {name: 1.5 + k for k, name in enumerate(calibrate_sim.FITTED_FIELDS)}
     fields["xfer_host_cached_fraction"] = 0.25  # a fraction
     ranges = {"xfer_call_s": [1.0, 2.0]}
-    fit = {"data": [{"file": "rows.csv", "sha256": "ab" * 32}], "date": "2026-01-02", "before": errors,
-           "after": errors, "fields": fields, "transfer_ranges": ranges}
+    fit = {"data": [{"file": "rows.csv", "sha256": "ab" * 32}], "date": "2026-01-02", "groups": ["kernel", "transfers"],
+           "before": errors, "after": errors, "fields": fields, "transfer_ranges": ranges}
     module = tmp_path / "calibrated.py"
     calibrate_sim.apply(fit, module)
     loaded = runpy.run_path(str(module))
     assert loaded["FIELDS"] == fields and "rows.csv (sha256 abababababababab), 2026-01-02" in loaded["__doc__"]
     assert loaded["TRANSFER_RANGES"] == {"xfer_call_s": (1.0, 2.0)} and "8.0 %" in loaded["__doc__"]
     assert all(getattr(replace(DpuConfig(), **loaded["FIELDS"]), k) == v for k, v in fields.items())
+    calibrate_sim.apply({**fit, "groups": ["transfers"]}, module)  # the kernel constants of an earlier fit
+    assert "Kernel constants kept from an earlier fit (kernel_ms MAPE 10.0 %)" in runpy.run_path(str(module))["__doc__"]
 
 
 # ----------------------------------------------------------------------- outputs, exit status

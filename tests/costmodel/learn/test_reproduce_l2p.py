@@ -31,7 +31,7 @@ def test_quick_reproduction_writes_json_pngs_and_a_headline_table(l2p_db, tmp_pa
     zeroshot = record["zeroshot"]
     assert set(zeroshot["per_kernel"]) == {"red", "va"} and zeroshot["kernels"] == 2
     for kernel in zeroshot["per_kernel"].values():  # the largest size on the most DPUs there
-        assert kernel["variants"] > 10 and kernel["dpus"] >= 1 and -1 <= kernel["tau"] <= 1
+        assert kernel["variants"] > 10 and kernel["dpus"] >= 1
         for ranking in (kernel, kernel["heuristic"]):  # the network's, the static heuristic's
             assert -1 <= ranking["tau"] <= 1 and ranking["top10_within"] == (ranking["top10_regret"] <= 0.05)
     assert zeroshot["heuristic"]["top10_within"] == sum(k["heuristic"]["top10_within"]
