@@ -18,7 +18,13 @@ at their default presets on one rank (64 DPUs, or the most the size allows).
     python benchmarks/tune_ablation.py [--kernels prim,pim-ml,benchmarks/unseen/stencil,...]
         [--arms model,model-static,heuristic,random] [--budgets 10,20,40] [--size default] [--dpus 64]
         [--seeds 3] [--model M.onnx] [--pipelines 100] [--top-k 10] [--rounds 5] [--workers 2]
-        [--json benchmarks/results/tune_ablation.json]
+        [--reuse EARLIER.json ...] [--json benchmarks/results/tune_ablation.json]
+
+``--reuse`` takes the tunes of the arms not in ``--arms`` from earlier outputs of this script with
+the same budgets and search settings (for example the baselines, after a change to the model arms
+only: the heuristic and random arms do not use the model; a later file's tune replaces an earlier
+one's, and ``--arms ''`` runs nothing but the tables); the tables and the target then cover every
+arm.
 
 Exit status: 0 every tune ran and, when the model, heuristic and random arms all ran, the model
 arm's geomean beats the other two at every budget but the largest (issue 40's target at 10 and 20
@@ -28,6 +34,7 @@ runs); 1 a tune failed or the target is missed; 2 a usage error.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -64,6 +71,9 @@ def main() -> int:
     parser.add_argument("--top-k", type=int, default=10, help="runs per round (tune --top-k)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the search at most (tune --rounds)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--reuse", type=Path, action="append", default=[], metavar="EARLIER.json",
+                        help="take the tunes of the arms not in --arms from this earlier --json (repeatable: "
+                             "a later file's tune of an arm replaces an earlier one's; --arms '' runs none)")
     script_io.json_option(parser, "tune_ablation.json")
     args = parser.parse_args()
     budgets, arms = _budgets(parser, args.budgets), _arms(parser, args.arms)
@@ -77,12 +87,16 @@ def main() -> int:
         parser.error(str(exc))
     size = int(args.size) if args.size.isdigit() else args.size
     tunes = [(arm, label, model, adapt) for arm in arms for label, model, adapt in _settings(arm, args)]
+    reused = _reused(parser, args, budgets, arms, [k.name for k in kernels])
+    arms += [a for a in ARMS if a not in arms and any(t["arm"] == a for k in reused.values() for t in k.values())]
+    if not arms:
+        parser.error("no arm to run (--arms) or to read (--reuse)")
 
     console = Console(width=None if sys.stdout.isatty() else 160)  # a log file gets the whole table
     results: dict[str, dict] = {}
     with make_executor(args.workers) as executor, Progress(console=console, transient=True) as bar:
         for kernel in kernels:
-            found: dict[str, dict] = {}
+            found: dict[str, dict] = dict(reused.get(kernel.name, {}))
             for arm, label, model, adapt in tunes:
                 task = bar.add_task(f"{kernel.name} {label}", total=None)
                 spec = TuneSpec(str(kernel.root), size=size, pipelines=args.pipelines, top_k=args.top_k,
@@ -123,11 +137,43 @@ def _budgets(parser: argparse.ArgumentParser, text: str) -> list[int]:
 
 
 def _arms(parser: argparse.ArgumentParser, text: str) -> list[str]:
-    arms = list(dict.fromkeys(text.split(",")))
+    arms = [a for a in dict.fromkeys(text.split(",")) if a]  # '': none (every arm from --reuse)
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         parser.error(f"unknown arm(s) {', '.join(unknown)}; valid: {', '.join(ARMS)}")
     return arms
+
+
+# what must match for an earlier run's tunes to stand beside this run's
+SETTINGS = ("size", "dpus", "pipelines", "top_k", "rounds")
+
+
+def _reused(parser: argparse.ArgumentParser, args: argparse.Namespace, budgets: list[int], arms: list[str],
+            kernels: list[str]) -> dict[str, dict[str, dict]]:
+    """Per kernel, the tunes of the arms not in `arms` that the --reuse files hold (as run there)."""
+    out: dict[str, dict[str, dict]] = {}
+    for path in args.reuse:
+        try:
+            earlier = json.loads(path.read_text())
+            kept, held = earlier["args"], earlier["kernels"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"--reuse {path}: not an output of this script ({exc})")
+        model_arms = any(t["arm"].startswith("model") and t["arm"] not in arms
+                         for k in held.values() for t in k.get("tunes", {}).values())
+        differ = [name for name in (*SETTINGS, *(("model",) if model_arms else ()))
+                  if kept.get(name) != getattr(args, name)] + (["budgets"] if earlier.get("budgets") != budgets else [])
+        if differ:
+            parser.error(f"--reuse {path}: run with other {', '.join(differ)} than this run")
+        for kernel in kernels:
+            tunes = {label: t for label, t in held.get(kernel, {}).get("tunes", {}).items() if t["arm"] not in arms}
+            out.setdefault(kernel, {}).update(tunes)
+    wanted = {t["arm"] for k in out.values() for t in k.values()}
+    for kernel in kernels:
+        missing = sorted(wanted - {t["arm"] for t in out.get(kernel, {}).values()})
+        if missing:
+            parser.error(f"--reuse: no {', '.join(missing)} tunes of {kernel} in {', '.join(map(str, args.reuse))}")
+    return {k: {label: {key: v for key, v in t.items() if key not in ("speedup", "runs_to_2pct")}
+                for label, t in tunes.items()} for k, tunes in out.items()}
 
 
 def _settings(arm: str, args: argparse.Namespace) -> list[tuple[str, str | None, bool]]:
@@ -253,7 +299,7 @@ def _target(console: Console, arms: list[str], budgets: list[int], summary: dict
 
 
 def _write(args: argparse.Namespace, budgets: list[int], arms: list[str], results: dict[str, dict]) -> None:
-    script_io.write_json(args.json, {"args": vars(args) | {"json": str(args.json)}, "budgets": budgets,
+    script_io.write_json(args.json, {"args": vars(args) | {"json": str(args.json), "reuse": list(map(str, args.reuse))}, "budgets": budgets,
                                      "arms": _summary(arms, budgets, results), "kernels": results})
 
 

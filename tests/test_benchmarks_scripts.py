@@ -271,6 +271,26 @@ def test_tune_ablation_reads_each_arms_best_run_within_every_budget(tmp_path):
     assert all(len(t["times"]) <= 4 and t["finetune"] is None for t in tunes.values())
     # whichever arm found the best run needed at most the largest budget to come within 2 % of it
     assert min(t["runs_to_2pct"] or 5 for t in tunes.values()) <= 4
+    # after a change to one arm, that arm alone runs again; the others are read from the earlier run
+    again = tmp_path / "again.json"
+    common = ("--kernels", "va", "--size", "small", "--dpus", "4", "--seeds", "1", "--pipelines", "4")
+    result = _run("tune_ablation", *common, "--budgets", "2,4", "--arms", "heuristic", "--reuse", str(out),
+                  "--json", str(again))
+    assert result.returncode == 0, result.stderr[-2000:]
+    merged = json.loads(again.read_text())
+    assert list(merged["arms"]) == ["heuristic", "model-static", "random"]
+    for label in ("model-static", "random:0"):
+        assert merged["kernels"]["va"]["tunes"][label]["times"] == tunes[label]["times"]
+        assert merged["arms"][label.split(":")[0]] == data["arms"][label.split(":")[0]]
+    assert merged["kernels"]["va"]["tunes"]["heuristic"]["times"] == tunes["heuristic"]["times"]  # deterministic
+    result = _run("tune_ablation", *common, "--budgets", "2,3", "--arms", "heuristic", "--reuse", str(out))
+    assert result.returncode == 2 and "run with other budgets than this run" in result.stderr
+    # no arm run: the tables of the earlier runs, a later file's tune replacing an earlier one's
+    tables = tmp_path / "tables.json"
+    result = _run("tune_ablation", *common, "--budgets", "2,4", "--arms", "", "--reuse", str(out), "--reuse",
+                  str(again), "--json", str(tables))
+    assert result.returncode == 0 and "va heuristic:" not in result.stdout and "per arm" in result.stdout
+    assert json.loads(tables.read_text())["kernels"]["va"]["tunes"] == merged["kernels"]["va"]["tunes"]
 
 
 def test_tune_ablation_refuses_an_unknown_arm():
