@@ -17,6 +17,7 @@ class Candidate:
     dpus: int
     elf_hash: str
     predicted_s: float = float("nan")
+    prior_s: float = float("nan")  # the static analytical prior's kernel time (learned models only)
     measured_s: float | None = None
     status: str = "not run"
     defines: tuple[tuple[str, object], ...] = ()  # tuned defines over the tune's base (none: the base)

@@ -19,7 +19,9 @@ the binary's features. The search:
   neighbours, one dimension after the other (a define's values nearest first: the binaries'
   features do not see most define values, so these are measured, not predicted; in the other
   dimensions lowest predicted first), the rest the unmeasured candidates with the lowest
-  predicted objective;
+  predicted objective, of which, while a learned model has not been fine-tuned on the kernel's
+  runs, every other one up to a share PRIOR_SHARE is the static analytical prior's lowest at the
+  best run's defines instead (zero-shot, the two miss different kernels);
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
   again; a model without its checkpoint is used as it is, and the report says so; the baselines
@@ -67,6 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cnmtune.costmodel import model_schema
+from cnmtune.costmodel.learn.baselines import AnalyticalBaseline
 from cnmtune.costmodel.learn.lazy import preload
 from cnmtune.costmodel.learn.metrics import kendall_tau, mape
 from cnmtune.errors import CnmtuneError, MissingExtra, ModelError
@@ -93,6 +96,12 @@ ELITE = 3  # the best runs whose offspring each round builds
 SCREEN_FROM = 16  # DPUs from which the search's runs are screening runs (2 DPUs simulated: >= 8x less work)
 CONFIRM = 3  # the best screening runs run again on every DPU, verified (with the default build)
 PATIENCE = 3  # rounds without a better run before the search stops
+# While a learned model has not been fine-tuned on the kernel's runs, this share of the runs a round takes
+# from the model's ranking goes to the static analytical prior's ranking instead: zero-shot, the two miss
+# different kernels (MODEL.md, "Zero-shot ranking": a first 10 of the network's top 8 and the prior's top 2
+# holds a variant within 5 % of the best on 15 of 20 held-out kernels, the network's top 10 on 12, the
+# prior's on 6).
+PRIOR_SHARE = 0.2
 IMPROVEMENT = 0.005  # what counts as a better run: 0.5 % faster
 
 
@@ -151,6 +160,8 @@ class _Search:
         self.size = self.kernel.workload.size_of(spec.size)
         self.schema = model_schema()
         self.model_path, self.model = load_model(spec.model, self.schema)
+        # a second opinion while a learned model is zero-shot on this kernel (PRIOR_SHARE); baselines run alone
+        self.prior = AnalyticalBaseline.static(self.schema) if self.model.kind not in BASELINES else None
         self.space = search_space(self.kernel, self.size, spec.pipelines, spec.seed, spec.length, spec.dpus,
                                   spec.tasklets, spec.defines, spec.params, spec.objective, spec.tune_defines,
                                   spec.knobs)
@@ -252,6 +263,9 @@ class _Search:
             rows = predict(self.model, self.model_path, [c for c, _ in new], [f for _, f in new], self.size,
                            [self.declared(c) for c, _ in new], self.schema)
             self.rows.extend(rows)
+            if self.prior is not None:
+                for (c, _), p in zip(new, self.prior.predict(rows).runtime_s):
+                    c.prior_s = float(p)
             if self.transfers is not None:
                 self.transfers.estimate([c for c, _ in new])
             self.step_progress("score", len(new), len(new))
@@ -443,7 +457,9 @@ def _offspring(search: _Search) -> dict[str, list[Candidate]]:
 
 def _batch(search: _Search, explore: dict[str, list[Candidate]]) -> tuple[list[Candidate], list[Candidate]]:
     """A round's runs: up to a share `exploration` of `top_k` from `explore`, one dimension after the
-    other, the rest the unmeasured candidates with the lowest predicted objective."""
+    other, the rest the unmeasured candidates with the lowest predicted objective; while a learned
+    model has not been fine-tuned on this kernel, a share PRIOR_SHARE of the rest (every other one
+    until it is used) goes to the prior's lowest at the best run's defines."""
     k = search.spec.top_k
     share = math.ceil(k * search.spec.exploration)
     queues = [list(q) for q in explore.values()]
@@ -456,9 +472,29 @@ def _batch(search: _Search, explore: dict[str, list[Candidate]]) -> tuple[list[C
                 c = queue.pop(0)
                 picked[id(c)] = c
     explored = list(picked.values())
-    rest = sorted((c for c in search.pool if c.status == "not run" and id(c) not in picked),
-                  key=lambda c: c.predicted_objective_s())
-    return explored, rest[:k - len(explored)]
+    unmeasured = [c for c in search.pool if c.status == "not run" and id(c) not in picked]
+    exploit = k - len(explored)
+    by_model = sorted(unmeasured, key=lambda c: c.predicted_objective_s())
+    if search.prior is None or search.last_adaptation:
+        return explored, by_model[:exploit]
+    # the prior ranks pipelines and tasklets at the best run's defines: it does not see define values either
+    best = search.best()
+    at_best = [c for c in unmeasured if c.defines == (best.defines if best else ())]
+    by_prior = sorted(at_best, key=lambda c: c.prior_s + c.predicted_transfer_s)
+    slots = math.ceil(exploit * PRIOR_SHARE)  # the prior's
+    model, prior = iter(by_model), iter(by_prior)
+    chosen: dict[int, Candidate] = {}
+    while len(chosen) < exploit:  # the model's best and the prior's alternately, until the prior's slots are used
+        from_prior = slots > 0 and len(chosen) % 2 == 1
+        c = next((c for c in (prior if from_prior else model) if id(c) not in chosen), None)
+        if c is None and from_prior:
+            slots = 0
+        elif c is None:
+            break
+        else:
+            chosen[id(c)] = c
+            slots -= from_prior
+    return explored, list(chosen.values())
 
 
 def _adaptation(search: _Search) -> dict | None:

@@ -4,10 +4,14 @@ limit. Real compiles and simulations at small sizes, with the shipped model."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.tune import TuneSpec, explore, tune
+from cnmtune.plugin.tune.report import Candidate
+from cnmtune.plugin.tune.tuner import _batch
 from cnmtune.plugin.tune.space import RANK_DPUS, search_space
 from cnmtune.runtime.executor import InlineExecutor
 from cnmtune.runtime.execute import run_binary
@@ -63,6 +67,25 @@ def test_the_choice_is_never_slower_than_the_default_and_says_where_its_gain_com
     # the best after each round never gets slower
     bests = [s["best"]["measured_s"] for s in report.stages]
     assert bests == sorted(bests, reverse=True) and bests[-1] == chosen.measured_s
+
+
+def test_until_the_model_is_fine_tuned_the_prior_ranks_a_share_of_a_rounds_runs(searched):
+    # model and prior rank ten candidates in opposite orders; 5 runs, 2 of them the best run's neighbours
+    pool = [Candidate([f"O{i}"], 16, 4, f"elf{i}", predicted_s=i + 1.0, prior_s=10.0 - i) for i in range(10)]
+    pool[7].defines = (("BL", 4),)  # the prior ranks pipelines and tasklets at the best run's defines only
+    search = SimpleNamespace(spec=TuneSpec("va", top_k=5, exploration=0.4), pool=pool, last_adaptation={},
+                             prior=object(), best=lambda: None)
+    neighbours = {"tasklets": [pool[9], pool[0]], "pipeline": [pool[8]]}
+    explored, exploited = _batch(search, neighbours)
+    assert explored == [pool[9], pool[8]]
+    # one of the three runs left (PRIOR_SHARE 0.2 of them), the second: the prior's best not taken already
+    assert exploited == [pool[0], pool[6], pool[1]]
+    search.last_adaptation = {"samples": 6}  # fine-tuned on the kernel: the model ranks alone
+    assert _batch(search, neighbours)[1] == pool[:3]
+    search.last_adaptation, search.prior = {}, None  # a baseline (heuristic, random) ranks alone
+    assert _batch(search, neighbours)[1] == pool[:3]
+    # a real tune with the shipped model scores every candidate with the prior as well
+    assert all(c.prior_s > 0 for c in searched.runs)
 
 
 def test_the_kernel_objective_takes_one_dpu_count_and_defaults_to_a_rank():
