@@ -24,7 +24,9 @@ the binary's features. The search:
   best run's defines instead (zero-shot, the two miss different kernels);
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
-  again; a model without its checkpoint is used as it is, and the report says so; the baselines
+  again (not where the last fine-tuning took longer than the last round's runs: there a round of
+  runs costs less than better picks); a model without its checkpoint is used as it is, and the
+  report says so; the baselines
   (``model`` 'analytical' or 'random[:SEED]', cnmtune.plugin.tune.score) learn nothing.
 The rounds stop at ``rounds``, after three rounds that did not improve the best run by 0.5 %, when
 nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent.
@@ -69,6 +71,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cnmtune.costmodel import model_schema
+from cnmtune.costmodel.analysis.schema import FeatureSchema
 from cnmtune.costmodel.learn.baselines import AnalyticalBaseline
 from cnmtune.costmodel.learn.lazy import preload
 from cnmtune.costmodel.learn.metrics import kendall_tau, mape
@@ -160,8 +163,11 @@ class _Search:
         self.size = self.kernel.workload.size_of(spec.size)
         self.schema = model_schema()
         self.model_path, self.model = load_model(spec.model, self.schema)
-        # a second opinion while a learned model is zero-shot on this kernel (PRIOR_SHARE); baselines run alone
-        self.prior = AnalyticalBaseline.static(self.schema) if self.model.kind not in BASELINES else None
+        # a second opinion while a learned model is zero-shot on this kernel (PRIOR_SHARE), made when the
+        # first candidates are scored (torch loads while they compile); baselines run alone, and so does
+        # the model without torch (the 'train' extra), which the prior is written in
+        self.wants_prior = self.model.kind not in BASELINES
+        self.prior: AnalyticalBaseline | None = None
         self.space = search_space(self.kernel, self.size, spec.pipelines, spec.seed, spec.length, spec.dpus,
                                   spec.tasklets, spec.defines, spec.params, spec.objective, spec.tune_defines,
                                   spec.knobs)
@@ -189,7 +195,10 @@ class _Search:
         self.adapts = spec.adapt and self.model.kind not in BASELINES
         self.not_adapted = "" if self.adapts else "adaptation off"
         self.last_adaptation: dict = {}
-        if self.adapts:  # the first fine-tuning comes after the compiles: torch loads meanwhile
+        self.adaptation_s = 0.0  # what the last fine-tuning took
+        self.round_runs_s = 0.0  # what the last round's runs took
+        self.unadapted_rounds = 0  # rounds after the first without a fine-tuning: their runs cost less
+        if self.adapts or self.wants_prior:  # the first use comes after the compiles: torch loads meanwhile
             preload("torch")
 
     def step_progress(self, phase: str, done: int, total: int | None) -> None:
@@ -263,6 +272,9 @@ class _Search:
             rows = predict(self.model, self.model_path, [c for c, _ in new], [f for _, f in new], self.size,
                            [self.declared(c) for c, _ in new], self.schema)
             self.rows.extend(rows)
+            if self.wants_prior and self.prior is None:
+                self.prior = _prior(self.schema)
+                self.wants_prior = self.prior is not None
             if self.prior is not None:
                 for (c, _), p in zip(new, self.prior.predict(rows).runtime_s):
                     c.prior_s = float(p)
@@ -315,9 +327,14 @@ class _Search:
     def adapt(self) -> dict | None:
         """Fine-tune the model on every run of the tune with a time (verified or screened) and score
         the population again; None when it cannot (fewer than 2 runs, adaptation off, no checkpoint:
-        `not_adapted` says; so does a machine without torch, the 'train' extra)."""
+        `not_adapted` says; so does a machine without torch, the 'train' extra) or when it does not
+        pay: the last fine-tuning took longer than the last round's runs, so running a round costs
+        less than making its picks better (`unadapted_rounds` counts these)."""
         verified = [c for c in self.run if c.measured_s is not None]
         if self.not_adapted or len(verified) < 2:
+            return None
+        if self.last_adaptation and self.round_runs_s < self.adaptation_s:
+            self.unadapted_rounds += 1
             return None
         start = time.perf_counter()
         self.step_progress("fine-tune", 0, None)
@@ -329,7 +346,8 @@ class _Search:
             return None
         for c, p in zip(self.pool, self.model.predict(np.stack(self.rows)).runtime_s):
             c.predicted_s = float(p)
-        self.add_seconds("fine-tuning", time.perf_counter() - start)
+        self.adaptation_s = time.perf_counter() - start
+        self.add_seconds("fine-tuning", self.adaptation_s)
         self.step_progress("fine-tune", len(verified), len(verified))
         self.last_adaptation = learnt
         return learnt
@@ -391,7 +409,9 @@ def _evolve(search: _Search) -> None:
         explored, exploited = _batch(search, _offspring(search))
         if not explored + exploited:
             return
+        spent = search.seconds.get("execution", 0.0)
         ran = search.measure(explored + exploited)
+        search.round_runs_s = search.seconds.get("execution", 0.0) - spent
         if number == 1 and any(c is search.default for c in search.run):
             ran.insert(0, search.default)
         search.stage(f"round {number}", len(search.pool) - built, ran, explored=len(explored),
@@ -504,7 +524,7 @@ def _adaptation(search: _Search) -> dict | None:
         return {"skipped": search.not_adapted}
     if not rounds:
         return None
-    return {**search.last_adaptation, "rounds": len(rounds)}
+    return {**search.last_adaptation, "rounds": len(rounds), "not_paying": search.unadapted_rounds}
 
 
 @dataclass
@@ -545,6 +565,14 @@ def explore(spec: TuneSpec, executor: Executor, points: int, seed: int = 0,
     found = search.candidates([BuildRequest(p, tuple(sorted(t)), tuned) for (p, tuned), t in grouped.items()])
     search.measure(found)
     return Exploration(len(chosen), len(every), search.run, search.seconds)
+
+
+def _prior(schema: FeatureSchema) -> AnalyticalBaseline | None:
+    """The static analytical prior over `schema`'s features; None without torch."""
+    try:
+        return AnalyticalBaseline.static(schema)
+    except MissingExtra:
+        return None
 
 
 def _measurer(spec: TuneSpec, kernel: Kernel, size: int, space: Space, target: Target, executor: Executor,
