@@ -2,12 +2,13 @@
 
 Runs the 62 rows of upmem_hw_prim_times.csv (VA, RED, BS, GEMV at 1..64 DPUs, 16 tasklets, O2;
 from --data, by default the copy shipped in cnmtune/data/calibration) once on the simulator,
-verified, and, when fitting transfers, the 30 rows of upmem_hw_validation_times.csv (MLP, SCAN-SSA)
-if --data holds it; then searches the DMA-engine and launch constants by re-timing the recorded
-traces of the first 62 (kernel_ms MAPE) and fits the transfer constants by re-pricing every row's
-transfer log against its CPU->DPU, DPU->CPU and Inter-DPU times (log least squares; 5-95 % ranges
-from 200 row-bootstrap refits). Writes the fit (constants, ranges, errors before and after, the
-data's hashes) as JSON to --out. Only
+verified, and the 30 rows of upmem_hw_validation_times.csv (MLP, SCAN-SSA) if --data holds it;
+then searches the DMA-engine and launch constants by re-timing the recorded traces of the first 62
+(kernel_ms MAPE) and fits the transfer constants by re-pricing every row's transfer log against
+its CPU->DPU, DPU->CPU and Inter-DPU times (log least squares), each group where --fit names it;
+the transfer constants' 5-95 % ranges come from 200 row-bootstrap refits around the constants
+written, refitted or kept. Writes the fit (constants, ranges, errors before and after, the data's
+hashes) as JSON to --out. Only
 --apply makes it the simulator's default, cnmtune/runtime/sim/calibrated.py
 (DpuConfig.calibrated()): that changes every later simulated time, and the file is tracked.
 
@@ -84,7 +85,9 @@ def module_text(fit: dict) -> str:
         "",
         "Data: " + ", ".join(f"{d['file']} (sha256 {d['sha256'][:16]})" for d in fit["data"]) + f", {fit['date']}.",
         (f"kernel_ms MAPE: {before['kernel']['all']:.1f} % at the start of the search, "
-         f"{after['kernel']['all']:.1f} % fitted." if "kernel" in fit["groups"] else
+         f"{after['kernel']['all']:.1f} % fitted"
+         + ("." if "transfers" in fit["groups"] else "; transfer constants kept from the start of the search.")
+         if "kernel" in fit["groups"] else
          f"Kernel constants kept from an earlier fit (kernel_ms MAPE {after['kernel']['all']:.1f} %); "
          "transfer constants refitted."),
         "Transfer MAPE (CPU->DPU / DPU->CPU / Inter-DPU): "
@@ -125,7 +128,7 @@ def main() -> int:
     (csv_path,) = script_io.data_files(parser, args.data, calibration.FITTED_CSV)
     groups = args.fit.split(",")
     held_out = args.data / calibration.VALIDATION_CSV  # transfers are fitted on its rows too, when there
-    csv_paths = [csv_path] + ([held_out] if "transfers" in groups and held_out.is_file() else [])
+    csv_paths = [csv_path] + ([held_out] if held_out.is_file() else [])
     console = Console()
     rows = calibration.load_rows(csv_path)
     extra = calibration.load_rows(held_out) if len(csv_paths) > 1 else []
@@ -138,7 +141,7 @@ def main() -> int:
     console.print(f"{args.start} values: kernel MAPE {before['kernel']['all']:.1f} %")
     fitted = calibration.fit(kernel_runs, prior, groups=groups, rounds=args.rounds,
                              report=lambda name, value: console.print(f"  {name} -> {value:.6g}"), transfer_runs=runs)
-    ranges = transfer_ranges(runs, fitted) if "transfers" in groups else None
+    ranges = transfer_ranges(runs, fitted)  # refitted or kept, the constants calibrated.py gets need them
     fit = fit_record(fitted, csv_paths, groups, before, after=errors(kernel_runs, runs, fitted), ranges=ranges)
     script_io.write_json(args.out, fit)
     console.print(f"fitted: kernel MAPE {fit['after']['kernel']['all']:.1f} %; wrote {args.out}")

@@ -157,6 +157,14 @@ def test_calibrate_without_apply_writes_the_fit_and_leaves_calibrated_py(tmp_pat
     assert set(fit["transfer_ranges"]) == set(calibration.TRANSFER_FIELDS)
     assert set(fit["after"]["kernel"]) == {"GEMV", "all"}
     assert "unchanged" in result.stdout
+    # the kernel constants alone: the transfer constants kept, with their ranges (calibrated.py needs them)
+    result = _run("calibrate_sim", "--data", str(data), "--out", str(out), "--rounds", "1", "--fit", "kernel",
+                  "--start", "calibrated")
+    assert result.returncode == 0, result.stderr[-2000:]
+    kernel_only = json.loads(out.read_text())
+    kept = {name: getattr(DpuConfig.calibrated(), name) for name in calibration.TRANSFER_FIELDS}
+    assert {name: kernel_only["fields"][name] for name in kept} == kept
+    assert set(kernel_only["transfer_ranges"]) == set(calibration.TRANSFER_FIELDS)
 
 
 def test_apply_writes_the_module_that_calibrated_loads(tmp_path):
@@ -177,6 +185,8 @@ def test_apply_writes_the_module_that_calibrated_loads(tmp_path):
     assert all(getattr(replace(DpuConfig(), **loaded["FIELDS"]), k) == v for k, v in fields.items())
     calibrate_sim.apply({**fit, "groups": ["transfers"]}, module)  # the kernel constants of an earlier fit
     assert "Kernel constants kept from an earlier fit (kernel_ms MAPE 10.0 %)" in runpy.run_path(str(module))["__doc__"]
+    calibrate_sim.apply({**fit, "groups": ["kernel"]}, module)
+    assert "10.0 % fitted; transfer constants kept" in runpy.run_path(str(module))["__doc__"]
 
 
 # ----------------------------------------------------------------------- outputs, exit status
