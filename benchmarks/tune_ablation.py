@@ -299,8 +299,9 @@ def _target(console: Console, arms: list[str], budgets: list[int], summary: dict
 
 
 def _write(args: argparse.Namespace, budgets: list[int], arms: list[str], results: dict[str, dict]) -> None:
-    script_io.write_json(args.json, {"args": vars(args) | {"json": str(args.json), "reuse": list(map(str, args.reuse))}, "budgets": budgets,
-                                     "arms": _summary(arms, budgets, results), "kernels": results})
+    given = vars(args) | {"json": str(args.json), "reuse": list(map(str, args.reuse))}
+    script_io.write_json(args.json, {"args": given, "budgets": budgets, "arms": _summary(arms, budgets, results),
+                                     "kernels": results})
 
 
 if __name__ == "__main__":

@@ -2,11 +2,12 @@
 
 space (what is searched), moves (the search's mutations and crossovers), build (compile and
 features), score (the cost model, fine-tuning), measure (runs on the target), record (measure
-callbacks), report (candidates and the outcome), tuner (the loop: TuneSpec, tune; explore, a
-sampled whole space to judge it by), cache (tuned pipelines for cnmtune-cc).
+callbacks), report (candidates and the outcome), tuner (the loop: TuneSpec, tune), sample
+(explore: a sampled whole space to judge a search by), cache (tuned pipelines for cnmtune-cc).
 """
 
 from cnmtune.plugin.tune.report import Candidate, TuneReport
-from cnmtune.plugin.tune.tuner import TUNE_TASKLETS, Exploration, TuneSpec, explore, tune
+from cnmtune.plugin.tune.sample import Exploration, explore
+from cnmtune.plugin.tune.tuner import TUNE_TASKLETS, TuneSpec, tune
 
 __all__ = ["TUNE_TASKLETS", "Candidate", "Exploration", "TuneReport", "TuneSpec", "explore", "tune"]

@@ -26,8 +26,8 @@ the binary's features. The search:
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
   again (not where the last fine-tuning took longer than the last round's runs: there a round of
   runs costs less than better picks); a model without its checkpoint is used as it is, and the
-  report says so; the baselines
-  (``model`` 'analytical' or 'random[:SEED]', cnmtune.plugin.tune.score) learn nothing.
+  report says so; the baselines (``model`` 'analytical' or 'random[:SEED]',
+  cnmtune.plugin.tune.score) learn nothing.
 The rounds stop at ``rounds``, after three rounds that did not improve the best run by 0.5 %, when
 nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent.
 On the simulator from SCREEN_FROM (16) DPUs on (``screen``), the search's runs are screening
@@ -61,9 +61,7 @@ the outcome); this module is the loop between them.
 
 from __future__ import annotations
 
-import itertools
 import math
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,17 +69,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from cnmtune.costmodel import model_schema
-from cnmtune.costmodel.analysis.schema import FeatureSchema
 from cnmtune.costmodel.learn.baselines import AnalyticalBaseline
 from cnmtune.costmodel.learn.lazy import preload
 from cnmtune.costmodel.learn.metrics import kendall_tau, mape
 from cnmtune.errors import CnmtuneError, MissingExtra, ModelError
 from cnmtune.plugin.tune.build import BuildRequest, build, candidates_of
 from cnmtune.plugin.tune.measure import InProcessMeasurer, Measurer, PooledMeasurer
-from cnmtune.plugin.tune.moves import Point, crossovers, neighbours, tuned_defines
+from cnmtune.plugin.tune.moves import Point, crossovers, neighbours
 from cnmtune.plugin.tune.record import MeasureCallback, RecordInStore
 from cnmtune.plugin.tune.report import Candidate, TuneReport
-from cnmtune.plugin.tune.score import BASELINES, adapt, load_model, predict
+from cnmtune.plugin.tune.score import BASELINES, PRIOR_SHARE, adapt, interleave, load_model, load_prior, predict
 from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, Defines, Grid, Space, search_space, valid_grid
 from cnmtune.plugin.tune.transfers import TransferEstimates
 from cnmtune.runtime.executor import Executor
@@ -93,18 +90,12 @@ from cnmtune.runtime.target import Target, make_target
 from cnmtune.runtime.workload import DefineValue
 from cnmtune.store import Store
 
-__all__ = ["Exploration", "TuneSpec", "explore", "tune"]
+__all__ = ["Search", "TuneSpec", "tune"]
 
 ELITE = 3  # the best runs whose offspring each round builds
 SCREEN_FROM = 16  # DPUs from which the search's runs are screening runs (2 DPUs simulated: >= 8x less work)
 CONFIRM = 3  # the best screening runs run again on every DPU, verified (with the default build)
 PATIENCE = 3  # rounds without a better run before the search stops
-# While a learned model has not been fine-tuned on the kernel's runs, this share of the runs a round takes
-# from the model's ranking goes to the static analytical prior's ranking instead: zero-shot, the two miss
-# different kernels (MODEL.md, "Zero-shot ranking": a first 10 of the network's top 8 and the prior's top 2
-# holds a variant within 5 % of the best on 15 of 20 held-out kernels, the network's top 10 on 12, the
-# prior's on 6).
-PRIOR_SHARE = 0.2
 IMPROVEMENT = 0.005  # what counts as a better run: 0.5 % faster
 
 
@@ -146,7 +137,7 @@ class TuneSpec:
     screen: bool = True  # on the simulator from SCREEN_FROM DPUs: screening runs, the best confirmed
 
 
-class _Search:
+class Search:
     """The state of one tune: the space, the model, every candidate built (the population) and
     every run so far."""
 
@@ -273,7 +264,7 @@ class _Search:
                            [self.declared(c) for c, _ in new], self.schema)
             self.rows.extend(rows)
             if self.wants_prior and self.prior is None:
-                self.prior = _prior(self.schema)
+                self.prior = load_prior(self.schema)
                 self.wants_prior = self.prior is not None
             if self.prior is not None:
                 for (c, _), p in zip(new, self.prior.predict(rows).runtime_s):
@@ -372,7 +363,7 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
     """Tune `spec.kernel` (see the module docstring); `progress(phase, done, total)` as work completes,
     each phase named after its step of the search ('compile', 'score', 'round 2: fine-tune', 'round 2: run',
     'confirm: run', ...; total None while unknown)."""
-    search = _Search(spec, executor, store, progress or (lambda *_: None))
+    search = Search(spec, executor, store, progress or (lambda *_: None))
     population = search.candidates()
     search.default = default = _default(search)
     if default is not None:  # first: it runs even when the budget is spent before anything else
@@ -396,7 +387,7 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
     return report
 
 
-def _evolve(search: _Search) -> None:
+def _evolve(search: Search) -> None:
     """The rounds of the search (see the module docstring); the default build has run."""
     spec, objective = search.spec, search.spec.objective
     quiet = 0
@@ -426,7 +417,7 @@ def _evolve(search: _Search) -> None:
                 return
 
 
-def _confirm(search: _Search) -> None:
+def _confirm(search: Search) -> None:
     """Run the default build and the CONFIRM best screening runs again on every DPU, verified,
     beyond the run limit and the budget: the choice and its speedup are those of full runs."""
     objective = search.spec.objective
@@ -443,7 +434,7 @@ def _confirm(search: _Search) -> None:
     search.stage("confirm", 0, todo, final=True, explored=0, adapted_on=None)
 
 
-def _offspring(search: _Search) -> dict[str, list[Candidate]]:
+def _offspring(search: Search) -> dict[str, list[Candidate]]:
     """Build and score the elite's offspring: the neighbours of each elite run, the crossovers of the
     best two, the 2k pipelines the model ranks best at the best run's defines and tasklets. Returns the unmeasured
     crossovers and neighbours of the best run by dimension: a define's values nearest first, the
@@ -475,7 +466,7 @@ def _offspring(search: _Search) -> dict[str, list[Candidate]]:
     return out
 
 
-def _batch(search: _Search, explore: dict[str, list[Candidate]]) -> tuple[list[Candidate], list[Candidate]]:
+def _batch(search: Search, explore: dict[str, list[Candidate]]) -> tuple[list[Candidate], list[Candidate]]:
     """A round's runs: up to a share `exploration` of `top_k` from `explore`, one dimension after the
     other, the rest the unmeasured candidates with the lowest predicted objective; while a learned
     model has not been fine-tuned on this kernel, a share PRIOR_SHARE of the rest (every other one
@@ -501,23 +492,10 @@ def _batch(search: _Search, explore: dict[str, list[Candidate]]) -> tuple[list[C
     best = search.best()
     at_best = [c for c in unmeasured if c.defines == (best.defines if best else ())]
     by_prior = sorted(at_best, key=lambda c: c.prior_s + c.predicted_transfer_s)
-    slots = math.ceil(exploit * PRIOR_SHARE)  # the prior's
-    model, prior = iter(by_model), iter(by_prior)
-    chosen: dict[int, Candidate] = {}
-    while len(chosen) < exploit:  # the model's best and the prior's alternately, until the prior's slots are used
-        from_prior = slots > 0 and len(chosen) % 2 == 1
-        c = next((c for c in (prior if from_prior else model) if id(c) not in chosen), None)
-        if c is None and from_prior:
-            slots = 0
-        elif c is None:
-            break
-        else:
-            chosen[id(c)] = c
-            slots -= from_prior
-    return explored, list(chosen.values())
+    return explored, interleave(by_model, by_prior, exploit, math.ceil(exploit * PRIOR_SHARE))
 
 
-def _adaptation(search: _Search) -> dict | None:
+def _adaptation(search: Search) -> dict | None:
     """What fine-tuning did over the rounds, for the report: the last adaptation, or why none ran."""
     rounds = [s for s in search.stages if s.get("adapted_on")]
     if search.not_adapted and search.adapts:
@@ -525,54 +503,6 @@ def _adaptation(search: _Search) -> dict | None:
     if not rounds:
         return None
     return {**search.last_adaptation, "rounds": len(rounds), "not_paying": search.unadapted_rounds}
-
-
-@dataclass
-class Exploration:
-    """A uniform sample of a tune's whole space, every point built and run: the yardstick a search
-    is judged by."""
-
-    points: int  # sampled (pipeline, tuned defines, tasklets) points of the space
-    space_points: int  # all valid points of the space
-    runs: list[Candidate]  # every distinct (binary, DPUs) candidate the sample built, as run
-    seconds: dict[str, float]
-
-    @property
-    def best(self) -> Candidate | None:
-        """The fastest verified (or screened) run of the sample (kernel time)."""
-        verified = [c for c in self.runs if c.measured_s is not None]
-        return min(verified, key=lambda c: c.measured_s) if verified else None
-
-
-def explore(spec: TuneSpec, executor: Executor, points: int, seed: int = 0,
-            progress: Callable[[str, int, int | None], None] | None = None) -> Exploration:
-    """Build and run `points` points drawn uniformly from the space of `spec` (every pipeline x every
-    choice of the tuned defines x the tasklet counts the grid allows with them, on the tune's DPU
-    count), run as the tune's search runs them (screening runs from SCREEN_FROM DPUs unless
-    `spec.screen` is off); the cost model chooses nothing here. The kernel objective only."""
-    search = _Search(spec, executor, None, progress or (lambda *_: None))
-    space = search.space
-    if len(space.dpu_counts) != 1:
-        raise CnmtuneError("explore samples the space at one DPU count (the kernel objective)")
-    combos = [tuned_defines(space, dict(zip([name for name, _ in space.tuned], values)))
-              for values in itertools.product(*(choices for _, choices in space.tuned))]
-    every = [(pipeline, tuned, tasklets) for tuned in dict.fromkeys(combos) for tasklets in search.grid(tuned).tasklets
-             for pipeline in space.pipelines]
-    chosen = random.Random(seed).sample(every, min(points, len(every)))
-    grouped: dict[tuple[str, Defines], list[int]] = {}
-    for pipeline, tuned, tasklets in chosen:
-        grouped.setdefault((pipeline, tuned), []).append(tasklets)
-    found = search.candidates([BuildRequest(p, tuple(sorted(t)), tuned) for (p, tuned), t in grouped.items()])
-    search.measure(found)
-    return Exploration(len(chosen), len(every), search.run, search.seconds)
-
-
-def _prior(schema: FeatureSchema) -> AnalyticalBaseline | None:
-    """The static analytical prior over `schema`'s features; None without torch."""
-    try:
-        return AnalyticalBaseline.static(schema)
-    except MissingExtra:
-        return None
 
 
 def _measurer(spec: TuneSpec, kernel: Kernel, size: int, space: Space, target: Target, executor: Executor,
@@ -587,7 +517,7 @@ def _measurer(spec: TuneSpec, kernel: Kernel, size: int, space: Space, target: T
                           spec.budget, device)
 
 
-def _default(search: _Search) -> Candidate | None:
+def _default(search: Search) -> Candidate | None:
     """The default build's candidate on the largest DPU count its tasklets run on (None: O2 did
     not compile at the default tasklet count)."""
     space = search.space
@@ -598,7 +528,7 @@ def _default(search: _Search) -> Candidate | None:
     return default
 
 
-def _exhaustive(search: _Search, candidates: list[Candidate], chosen: Candidate | None) -> dict:
+def _exhaustive(search: Search, candidates: list[Candidate], chosen: Candidate | None) -> dict:
     """Run every candidate of the first population not run yet: the regret of the choice and how
     much faster the tuner was (screening runs' times where the search screened)."""
     objective = search.spec.objective
