@@ -68,13 +68,13 @@ def transfer_ranges(runs, config: DpuConfig, samples: int = BOOTSTRAP_SAMPLES) -
 
 
 def fit_record(config: DpuConfig, csv_paths: list[Path], groups: list[str], before: dict, after: dict,
-               ranges: dict[str, list[float]] | None = None) -> dict:
+               ranges: dict[str, list[float]]) -> dict:
     """What --out holds: the groups of constants refitted, the constants (and the transfer
     constants' 5-95 % ranges), their errors before and after, the data they came from."""
     return {"data": [{"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()} for path in csv_paths],
             "date": datetime.date.today().isoformat(), "groups": groups,
             "before": before, "after": after,
-            "fields": {name: getattr(config, name) for name in FITTED_FIELDS}, "transfer_ranges": ranges or {}}
+            "fields": {name: getattr(config, name) for name in FITTED_FIELDS}, "transfer_ranges": ranges}
 
 
 def module_text(fit: dict) -> str:

@@ -9,14 +9,14 @@ costs bytes per DPU x a per-byte cost that grows with the DPUs it addresses in a
 a row cost + a host-side cost x the rank's DPUs. Writing: a cost x the rank's DPUs to a fitted
 power below 1 (the thread pool overlaps more of a wider matrix: the calibration rows' write
 bandwidth keeps growing from 16 to 64 DPUs, as PrIM's does, docs/transfer_facts.md F6, G8; a
-power of 1 would saturate it, and a row term beside it is not pinned down by the rows).
-Ranks transfer concurrently, so the fullest rank sets the time. Reading MRAM also flushes the host cache first
-(a fixed extra per read call). A write costs less when its host buffer is cache-resident: one
-buffer for every DPU (a broadcast, or the same buffer prepared for every DPU) is read from host
-memory once; per-DPU buffers fit the cache while their footprint is small. A WRAM symbol is
-written and read DPU by DPU through the control interface (a cost per byte per DPU), except a
-broadcast, which writes a rank's WRAM at once. Kernel time of a launch = slowest DPU + launch
-overhead.
+power of 1 would saturate it, and a row term beside it is not pinned down by the rows). Ranks
+transfer concurrently, so the fullest rank sets the time. Reading MRAM also flushes the host
+cache first (a fixed extra per read call). A write costs less when its host buffer is
+cache-resident: one buffer for every DPU (a broadcast, or the same buffer prepared for every DPU)
+is read from host memory once; per-DPU buffers fit the cache while their footprint is small. A
+WRAM symbol is written and read DPU by DPU through the control interface (a cost per byte per
+DPU), except a broadcast, which writes a rank's WRAM at once. Kernel time of a launch = slowest
+DPU + launch overhead.
 """
 
 from __future__ import annotations
