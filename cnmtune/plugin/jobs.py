@@ -67,6 +67,13 @@ def _toolchain() -> ProxyToolchain:
     return ProxyToolchain()
 
 
+@lru_cache(maxsize=4096)
+def _feature_vector(elf_path: str, elf_hash: str) -> tuple[float, ...]:
+    """The model's features of one ELF, read once per process: pipelines that build the same binary
+    share it (keyed by its hash, not only its cache path)."""
+    return tuple(map(float, model_features(elf_path).vector(model_schema())))
+
+
 @lru_cache(maxsize=64)
 def kernel_of(kernel_dir: str) -> Kernel:
     """The kernel of a directory, loaded once per process."""
@@ -95,7 +102,7 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
         try:
             binary = _toolchain().compile(variant)
             built = time.perf_counter()
-            vector = model_features(binary.elf_path).vector(schema)
+            vector = _feature_vector(str(binary.elf_path), binary.elf_hash)
         except CnmtuneError as exc:
             out.append(CompileResult(CompileRecord(
                 kernel.name, job.pipeline, key, tasklets, None, status_of(exc), str(exc),
@@ -104,7 +111,7 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
         out.append(CompileResult(
             CompileRecord(kernel.name, job.pipeline, key, tasklets, binary.elf_hash, Status.OK,
                           "", binary.seconds, 4 * binary.memory.iram_instructions),
-            dict(zip(schema.names, map(float, vector))), time.perf_counter() - built))
+            dict(zip(schema.names, vector)), time.perf_counter() - built))
     return out
 
 

@@ -150,6 +150,20 @@ def test_second_compile_hits_the_cache(toolchain, va):
     assert second.cached and second.elf_hash == first.elf_hash and second.elf_path == first.elf_path
 
 
+def test_pipelines_that_give_the_same_objects_share_one_link(toolchain, va, monkeypatch):
+    links = []
+    link = toolchain.link
+    monkeypatch.setattr(toolchain, "link", lambda *args, **kw: links.append(args[1]) or link(*args, **kw))
+    plain = toolchain.compile(Variant.of(va, "O0", 4))
+    # va declares no prototype it does not use: the pass changes nothing, and the objects are the same
+    stripped = toolchain.compile(Variant.of(va, "strip-dead-prototypes", 4))
+    assert not stripped.cached and stripped.elf_path == plain.elf_path and stripped.elf_hash == plain.elf_hash
+    assert links == [plain.elf_path]
+    other = toolchain.compile(Variant.of(va, "O0", 8))  # other link parameters: a link of its own
+    assert other.elf_hash != plain.elf_hash and links == [plain.elf_path, other.elf_path]
+    assert toolchain.compile(Variant.of(va, "strip-dead-prototypes", 4)).cached
+
+
 def test_source_edit_invalidates_the_cache(toolchain, make_kernel):
     kernel = make_kernel(SMALL_KERNEL)
     first = toolchain.compile(Variant.of(kernel, "O2", 1))

@@ -5,7 +5,8 @@ IR with zig's clang as at -O2 before any LLVM pass, see IR_FLAGS; ``frontend_arg
 line for any source and flags), ``optimize`` (the pass pipeline in-process with llvmlite),
 ``codegen`` (rv32i object code, assembly or bitcode with llvmlite) and ``link`` (ld.lld with
 cnmtune's DPU linker script and runtime; ``link_args`` is its command line). ``compile(variant)``
-composes them; every stage is cached by content hash.
+composes them; every stage is cached by content hash, the link by its objects' (pipelines that
+optimise to the same objects share one link and one ELF).
 """
 
 from __future__ import annotations
@@ -139,15 +140,23 @@ class ProxyToolchain(Toolchain):
         return self._target_machine
 
     def compile(self, variant: Variant) -> Binary:
+        """The variant's ELF: the cached one, or its objects (cached) linked once per distinct set of
+        objects and link parameters; pipelines that give the same objects share one link."""
         start = time.perf_counter()
-        elf_key = content_key(self.identity, _dpu_tree_digest(), variant.kernel.digest(),
-                              *variant.define_flags(), variant.pipeline.text)
-        elf_path = self.cache.path("elf", elf_key, ".elf")
-        cached = elf_path.is_file()
+        variant_key = content_key(self.identity, _dpu_tree_digest(), variant.kernel.digest(),
+                                  *variant.define_flags(), variant.pipeline.text)
+        link_key = self.cache.get("variant", variant_key, ".link")
+        elf_path = self.cache.path("elf", link_key.decode(), ".elf") if link_key else None
+        cached = elf_path is not None and elf_path.is_file()
         if not cached:
             objects = [self._object(variant, source) for source in variant.kernel.sources]
-            self.link(objects, elf_path, variant.nr_tasklets, variant.stack_size, variant.label)
-            self.cache.added(elf_path)
+            link_key = content_key(self.identity, _dpu_tree_digest(), *(o.read_bytes() for o in objects),
+                                   str(variant.nr_tasklets), str(variant.stack_size)).encode()
+            elf_path = self.cache.path("elf", link_key.decode(), ".elf")
+            if not elf_path.is_file():
+                self.link(objects, elf_path, variant.nr_tasklets, variant.stack_size, variant.label)
+                self.cache.added(elf_path)
+            self.cache.put("variant", variant_key, ".link", link_key)
         memory = read_memory_use(elf_path)
         check_capacity(memory, variant.label)
         elf_hash = hashlib.sha256(elf_path.read_bytes()).hexdigest()
