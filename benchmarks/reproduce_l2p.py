@@ -16,7 +16,8 @@ Parts (``--parts``, default all):
 - ``zeroshot`` zero-shot ranking: each kernel ranked by ``transfer``'s network that never saw
                it, on its variants at its default size on its most DPUs: Kendall tau, and whether
                the model's top 10 holds a variant within 5 % of the best; the same for the
-               static heuristic (no learning) beside it
+               static heuristic (no learning) and, over several folds, for the network blended
+               with it (inverse-variance weights measured on the other folds)
 - ``pairwise`` train-kernel x target-kernel MAPE matrix with (Fig. 5) and without (Fig. 6)
                transfer, sources = the per-kernel models of ``indist`` over ``--pairwise``
 - ``times``    training, fine-tuning and prediction times (Figs. 8-9)
@@ -48,9 +49,9 @@ from cnmtune.costmodel.learn import plots
 from cnmtune.costmodel.learn.baselines import AnalyticalBaseline, GbtBaseline, RandomBaseline
 from cnmtune.costmodel.learn.model import TRANSFER_FROZEN, L2PConfig, L2PModel
 from cnmtune.costmodel.learn.onnx_export import export_onnx, quantize_model
-from cnmtune.costmodel.learn.prediction import evaluate
+from cnmtune.costmodel.learn.prediction import Prediction, evaluate
 from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
-from cnmtune.costmodel.learn.samples import SampleSet, load_samples
+from cnmtune.costmodel.learn.samples import TARGETS, SampleSet, load_samples
 from cnmtune.costmodel.learn.scorer import Scorer
 from cnmtune.costmodel.learn.training import finetune, predict, train
 from cnmtune.costmodel.learn.uncertainty import fit_std_scale, interval_coverage, mc_dropout_predict
@@ -449,31 +450,76 @@ def _ranking_summary(rankings: list[dict]) -> dict:
             "top10_within": sum(r["top10_within"] for r in rankings)}
 
 
+def _centred_variance(log_errors: list[np.ndarray]) -> float:
+    """The mean over kernels of the variance of a model's log errors around the kernel's own mean
+    error: a model off by one factor on a whole kernel still orders its variants perfectly."""
+    return float(np.mean([np.mean((e - e.mean()) ** 2) for e in log_errors]))
+
+
+def _prior_weight(network_errors: list[np.ndarray], prior_errors: list[np.ndarray]) -> float:
+    """The prior's inverse-variance weight in a log-space blend with the network: the network's
+    centred error variance over the sum of both."""
+    network, prior = _centred_variance(network_errors), _centred_variance(prior_errors)
+    return network / (network + prior) if network + prior > 0 else 0.0
+
+
+def _blend(network: Prediction, prior: Prediction, weight: float) -> Prediction:
+    """The network's log runtimes moved by ``weight`` toward the prior's, the prior first put on the
+    network's scale (the median log ratio over these variants)."""
+    log_network, log_prior = np.log(network.runtime_s), np.log(prior.runtime_s)
+    log_prior -= np.median(log_prior - log_network)
+    blended = network.log_targets.copy()
+    blended[:, network.targets.index("runtime")] = log_network + weight * (log_prior - log_network)
+    return Prediction(blended, network.targets)
+
+
 def zeroshot(run: Run) -> None:
     """Each kernel ranked by the network of the fold that left it out (``transfer``'s networks,
     nothing fine-tuned), on its variants at its largest (default) size on the most DPUs it ran
     at there, the tuner's setting: Kendall tau, and whether the model's 10 fastest hold a variant
-    within ZERO_SHOT_WITHIN of the best (issue 40). Next to it, the same for the static
-    heuristic that learns nothing (tune --model analytical, the ablation's heuristic arm)."""
-    per_kernel = {}
+    within ZERO_SHOT_WITHIN of the best (issue 40). Beside it, the static heuristic that learns
+    nothing (tune --model analytical, the ablation's heuristic arm), and with more than one fold
+    the two blended: log times averaged with the prior's inverse-variance weight, measured for
+    each fold on the other folds' kernels (no kernel's own errors weigh its blend)."""
     heuristic = AnalyticalBaseline.static(run.samples.schema)
-    for fold in _transfer_folds(run):
+    folds = _transfer_folds(run)
+    scored = {}  # kernel -> (fold, variants, the network's prediction, the prior's)
+    for number, fold in enumerate(folds):
         _, model, _ = _fold_model(run, fold)
         for kernel in fold:
             target = run.samples.select([kernel])
             at_size = target.take(target.sizes == target.sizes.max())
             variants = at_size.take(at_size.dpus == at_size.dpus.max())
-            network = _ranking(variants, predict(model, variants.X), kernel)
-            prior = _ranking(variants, heuristic.predict(variants.X), kernel)
-            per_kernel[kernel] = {"size": int(variants.sizes[0]), "dpus": int(variants.dpus[0]),
-                                  "variants": len(variants), **network, "heuristic": prior}
-            run.log(f"  zero-shot {kernel}: {len(variants)} variants at size {variants.sizes[0]} on "
-                    f"{variants.dpus[0]} DPUs, {_ranking_text(network)} (heuristic: {_ranking_text(prior)})")
+            scored[kernel] = (number, variants, predict(model, variants.X), heuristic.predict(variants.X))
+    errors = {}
+    for kernel, (_, variants, network, prior) in scored.items():
+        log_true = variants.y[:, TARGETS.index("runtime")].astype(np.float64)
+        errors[kernel] = (np.log(network.runtime_s) - log_true, np.log(prior.runtime_s) - log_true)
+
+    def weight_without(number: int | None) -> float:
+        kernels = [k for k, (n, *_) in scored.items() if n != number]
+        return _prior_weight([errors[k][0] for k in kernels], [errors[k][1] for k in kernels])
+
+    per_kernel = {}
+    for kernel, (number, variants, network, prior) in scored.items():
+        found = {"size": int(variants.sizes[0]), "dpus": int(variants.dpus[0]), "variants": len(variants),
+                 **_ranking(variants, network, kernel), "heuristic": _ranking(variants, prior, kernel)}
+        text = f"heuristic: {_ranking_text(found['heuristic'])}"
+        if len(folds) > 1:
+            weight = weight_without(number)
+            found["blend"] = {**_ranking(variants, _blend(network, prior, weight), kernel), "prior_weight": weight}
+            text += f"; blended, prior weight {weight:.3f}: {_ranking_text(found['blend'])}"
+        per_kernel[kernel] = found
+        run.log(f"  zero-shot {kernel}: {len(variants)} variants at size {variants.sizes[0]} on "
+                f"{variants.dpus[0]} DPUs, {_ranking_text(found)} ({text})")
     kernels = sorted(per_kernel)
-    run.result["zeroshot"] = {"within": ZERO_SHOT_WITHIN, "per_kernel": {k: per_kernel[k] for k in kernels},
-                              **_ranking_summary([per_kernel[k] for k in kernels]),
-                              "heuristic": _ranking_summary([per_kernel[k]["heuristic"] for k in kernels]),
-                              "kernels": len(per_kernel)}
+    run.result["zeroshot"] = {
+        "within": ZERO_SHOT_WITHIN, "per_kernel": {k: per_kernel[k] for k in kernels},
+        **_ranking_summary([per_kernel[k] for k in kernels]),
+        "heuristic": _ranking_summary([per_kernel[k]["heuristic"] for k in kernels]),
+        "blend": {**_ranking_summary([per_kernel[k]["blend"] for k in kernels]),
+                  "prior_weight_all_folds": weight_without(None)} if len(folds) > 1 else None,
+        "kernels": len(per_kernel)}
 
 
 def pairwise(run: Run) -> None:
@@ -590,6 +636,11 @@ def headline(r: dict) -> Table:
                       num(z["median_tau"]), ">= 0.6")
         table.add_row(f"zero-shot: top 10 within {100 * z['within']:g} % of the best",
                       f"{z['top10_within']} of {z['kernels']}", ">= 16 of 20")
+        if z.get("blend"):
+            b = z["blend"]
+            table.add_row("zero-shot, the network blended with the heuristic (prior weight "
+                          f"{b['prior_weight_all_folds']:.3f} over all folds; not the tuner's): median τ / top 10 within",
+                          f"{num(b['median_tau'])} / {b['top10_within']} of {z['kernels']}", "")
         if "heuristic" in z:
             table.add_row("zero-shot, the static heuristic: median τ / top 10 within",
                           f"{num(z['heuristic']['median_tau'])} / {z['heuristic']['top10_within']} of {z['kernels']}", "")

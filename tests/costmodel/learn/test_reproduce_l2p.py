@@ -32,10 +32,13 @@ def test_quick_reproduction_writes_json_pngs_and_a_headline_table(l2p_db, tmp_pa
     assert set(zeroshot["per_kernel"]) == {"red", "va"} and zeroshot["kernels"] == 2
     for kernel in zeroshot["per_kernel"].values():  # the largest size on the most DPUs there
         assert kernel["variants"] > 10 and kernel["dpus"] >= 1
-        for ranking in (kernel, kernel["heuristic"]):  # the network's, the static heuristic's
+        for ranking in (kernel, kernel["blend"], kernel["heuristic"]):  # the network's, blended, the heuristic's
             assert -1 <= ranking["tau"] <= 1 and ranking["top10_within"] == (ranking["top10_regret"] <= 0.05)
-    assert zeroshot["heuristic"]["top10_within"] == sum(k["heuristic"]["top10_within"]
-                                                        for k in zeroshot["per_kernel"].values())
+    for arm in ("blend", "heuristic"):
+        assert zeroshot[arm]["top10_within"] == sum(k[arm]["top10_within"] for k in zeroshot["per_kernel"].values())
+    # two kernels, two folds: each kernel's blend weighs the prior by the errors on the other one
+    weights = {k["blend"]["prior_weight"] for k in zeroshot["per_kernel"].values()}
+    assert all(0 <= w <= 1 for w in weights) and 0 <= zeroshot["blend"]["prior_weight_all_folds"] <= 1
     assert len(record["pairwise"]["with_transfer"]) == 2 and record["ablation"]["split"] == "binary"
     assert record["times_seconds"] and all(Path(p).is_file() for p in record["pngs"])
     assert {Path(p).name for p in record["pngs"]} >= {"l2p_fig4_per_kernel_row.png", "l2p_fig5_transfer.png",
