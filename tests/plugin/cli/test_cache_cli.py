@@ -26,7 +26,7 @@ def test_info_counts_a_compile_and_clean_empties_the_cache(tmp_path, va):
 
     info = json.loads(cnmtune(root, "info", "--json").stdout)
     assert info["root"] == str(root) and info["bound_bytes"] == 2 * 1024 ** 3 and info["tuning_cache_bytes"] == 5
-    assert set(info["kinds"]) == {"elf", "ir", "obj", "runtime"} and info["kinds"]["elf"]["entries"] == 1
+    assert set(info["kinds"]) == {"elf", "variant", "ir", "obj", "runtime"} and info["kinds"]["elf"]["entries"] == 1
     assert info["entries"] == len(files) and info["bytes"] == sum(files.values())
     table = cnmtune(root, "info", CNMTUNE_CACHE_MAX_BYTES="1G")
     assert table.returncode == 0 and str(root) in table.stdout and "bound 1.0 GiB" in table.stdout, table.stderr
