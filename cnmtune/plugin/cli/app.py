@@ -161,7 +161,8 @@ def main() -> None:
     """Console-script entry: run the app; any error becomes one line and a non-zero exit code."""
     args = sys.argv[1:]
     try:
-        code = app(args=args, standalone_mode=False)
+        # usage lines say `cnmtune` however it started (click would name `python -m pytest` in a test run)
+        code = app(args=args, prog_name="cnmtune", standalone_mode=False)
     except KeyboardInterrupt:  # typer returns INTERRUPTED_EXIT for Ctrl-C in a command; this one came outside
         code = INTERRUPTED_EXIT
     except Exception as exc:
