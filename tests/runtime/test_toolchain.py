@@ -12,7 +12,7 @@ from cnmtune.dpu.elf_tables import symbol_values
 from cnmtune.errors import (CompileError, ElfError, IramOverflow, KernelError, LinkError, NotAnElf, TruncatedElf,
                             WramOverflow)
 from cnmtune.passes import NAMES, Pipeline, random_pipeline
-from cnmtune.runtime.toolchain import Variant, zig
+from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant, zig
 from cnmtune.runtime.toolchain.layout import read_memory_use
 
 SMALL_KERNEL = """
@@ -150,7 +150,8 @@ def test_second_compile_hits_the_cache(toolchain, va):
     assert second.cached and second.elf_hash == first.elf_hash and second.elf_path == first.elf_path
 
 
-def test_pipelines_that_give_the_same_objects_share_one_link(toolchain, va, monkeypatch):
+def test_pipelines_that_give_the_same_objects_share_one_link(tmp_path, va, monkeypatch):
+    toolchain = ProxyToolchain(BuildCache(tmp_path))  # its own cache: no other test has linked these
     links = []
     link = toolchain.link
     monkeypatch.setattr(toolchain, "link", lambda *args, **kw: links.append(args[1]) or link(*args, **kw))
