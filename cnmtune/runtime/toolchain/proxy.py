@@ -3,8 +3,9 @@
 Four stages, each public so that cnmtune-cc runs exactly the same ones: ``frontend`` (C -> LLVM
 IR with zig's clang as at -O2 before any LLVM pass, see IR_FLAGS; ``frontend_args`` is its command
 line for any source and flags), ``optimize`` (the pass pipeline in-process with llvmlite),
-``codegen`` (rv32i object code, assembly or bitcode with llvmlite) and ``link`` (ld.lld with
-cnmtune's DPU linker script and runtime; ``link_args`` is its command line). ``compile(variant)``
+``codegen`` (rv32i object code, assembly or bitcode with llvmlite) and ``link`` (cnmtune's DPU linker
+script and runtime: in-process where cnmtune's linker makes ld.lld's bytes, else ld.lld, whose
+command line is ``link_args``). ``compile(variant)``
 composes them; every stage is cached by content hash, the link by its objects' (pipelines that
 optimise to the same objects share one link and one ELF).
 """
@@ -15,6 +16,7 @@ import functools
 import hashlib
 import re
 import shutil
+import struct
 import tempfile
 import time
 from collections.abc import Sequence
@@ -23,17 +25,19 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from cnmtune.atomic import atomic_write
 from cnmtune.dpu.memory_map import INCLUDE_DIR, LINKER_SCRIPT, RUNTIME_DIR
 from cnmtune.errors import CompileError, LinkError
 from cnmtune.passes import Pipeline
 from cnmtune.passes.apply import optimize_ir
 from cnmtune.passes.knobs import process_knobs
 from cnmtune.passes.target import CODEGEN_TAG, rv32_target_machine
-from cnmtune.runtime.toolchain import zig
+from cnmtune.runtime.toolchain import linker, zig
 from cnmtune.runtime.toolchain.base import Binary, Toolchain, Variant
 from cnmtune.runtime.toolchain.cache import BuildCache, content_key
 from cnmtune.runtime.toolchain.knob_process import knob_process
 from cnmtune.runtime.toolchain.layout import check_capacity, read_memory_use
+from cnmtune.runtime.toolchain.relocatable import NotRelocatable
 
 # C diagnostics that the UPMEM SDK's clang (10 to 12) only warns about and that newer clang makes
 # errors by default: int-conversion since clang 15, implicit-function-declaration, implicit-int
@@ -250,8 +254,28 @@ class ProxyToolchain(Toolchain):
 
     def link(self, objects: Sequence[Path], output: Path, nr_tasklets: int, stack_size: int, label: str,
              extra: Sequence[str] = ()) -> None:
-        """Stage 4: link objects with cnmtune's DPU runtime into `output` (written atomically);
-        `extra` are further linker arguments (-L, -l, ...). A failed link is a LinkError."""
+        """Stage 4: link objects with cnmtune's DPU runtime into `output` (written atomically), in
+        this process by cnmtune's linker where it supports the inputs (the bytes ld.lld writes,
+        ``link_in_process``), else, and with `extra` linker arguments (-L, -l, ...), by ld.lld. A
+        failed link is a LinkError."""
+        image = None if extra else self.link_in_process(objects, nr_tasklets, stack_size)
+        if image is None:
+            self.link_with_lld(objects, output, nr_tasklets, stack_size, label, extra)
+        else:
+            atomic_write(output, image)
+
+    def link_in_process(self, objects: Sequence[Path], nr_tasklets: int, stack_size: int) -> bytes | None:
+        """The ELF cnmtune's linker makes of `objects` (cnmtune.runtime.toolchain.linker), or None
+        where it does not support them: ld.lld links those, and reports their errors."""
+        try:
+            return linker.link([Path(o).read_bytes() for o in objects], self.runtime_objects(),
+                               zig.compiler_rt_archive(), nr_tasklets, stack_size)
+        except (linker.Unsupported, NotRelocatable, struct.error, IndexError, UnicodeDecodeError):
+            return None
+
+    def link_with_lld(self, objects: Sequence[Path], output: Path, nr_tasklets: int, stack_size: int, label: str,
+                      extra: Sequence[str] = ()) -> None:
+        """Stage 4 by `zig ld.lld` (``link_args``), whatever the inputs."""
         with tempfile.TemporaryDirectory(prefix="cnmtune-ld-") as tmp:
             out = Path(tmp) / "out.elf"
             result = zig.run(self.link_args(objects, out, nr_tasklets, stack_size, extra))
