@@ -5,8 +5,9 @@ are built, and va's IR and one knob process exist before timing):
 - random: 20-pass random pipelines (L2P's space, issue 2);
 - knobs: the tuner's knob pipelines (O2/O3 with unroll knobs, optimised in the toolchain's
   per-knob-set process) at every tasklet count 1..16, which changes va's IR.
-The features are the ones the tuner scores (`model_features`: the lowered DPU code). Target
-(issues 2 and 17): >= 20 variants per second per core, on both workloads.
+The features are the ones the tuner scores (`model_features`: the lowered DPU code). Targets:
+>= 50 variants per second per core on random pipelines (issue 40), >= 20 on knob pipelines
+(issue 17), whose unrolled code takes longer to optimise and generate.
 
     python benchmarks/compile_speed.py [--count 200] [--length 20] [--json benchmarks/results/compile_speed.json]
 
@@ -32,7 +33,7 @@ from cnmtune.runtime import Kernel
 from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
 
 VA = Path(__file__).resolve().parent / "prim" / "va"
-TARGET = 20
+TARGETS = {"random": 50, "knobs": 20}  # variants per second per core
 
 
 def timed(toolchain: ProxyToolchain, variants: list[Variant], label: str) -> dict:
@@ -80,7 +81,7 @@ def main() -> int:
                  if (pipeline, tasklets) != (knobbed[0], args.tasklets)]
         workloads = {"random": timed(toolchain, random, f"{args.length}-pass random pipelines"),
                      "knobs": timed(toolchain, knobs, "knob pipelines x tasklets")}
-    result = {"kernel": "va", "passes_per_pipeline": args.length, "target_per_second": TARGET,
+    result = {"kernel": "va", "passes_per_pipeline": args.length, "target_per_second": TARGETS,
               "workloads": workloads, "toolchain": toolchain.identity}
     table = Table(title="compile speed: va, compile + link + model features, one core")
     for column in ("workload", "variants", "failed", "compile ms", "features ms", "per second", "target"):
@@ -89,12 +90,12 @@ def main() -> int:
         rate, ms = found["variants_per_second"], found["median_ms"]
         table.add_row(name, str(found["variants"]), str(found["failures"]), f"{ms['compile+link']:.1f}",
                       f"{ms['features']:.1f}", f"{rate:.1f}",
-                      f">= {TARGET} " + script_io.verdict(rate >= TARGET))
+                      f">= {TARGETS[name]} " + script_io.verdict(rate >= TARGETS[name]))
     console = Console()
     console.print(table)
     console.print("compile (+ link) and features: medians per variant; per second: all variants over the wall time")
     console.print(f"wrote {script_io.write_json(args.json, result)}")
-    return 0 if all(found["variants_per_second"] >= TARGET for found in workloads.values()) else 1
+    return 0 if all(found["variants_per_second"] >= TARGETS[name] for name, found in workloads.items()) else 1
 
 
 if __name__ == "__main__":
