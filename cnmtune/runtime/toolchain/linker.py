@@ -5,9 +5,10 @@ It links what a proxy build links: relocatable objects (the kernel's, then cnmtu
 and zig's compiler_rt archive (one member, taken when anything calls into it), with ld.lld's
 options of ``ProxyToolchain.link_args``: --gc-sections from the entry and the KEEP sections,
 --strip-debug, --discard-locals, dpu.ld's layout and symbols, NR_TASKLETS and STACK_SIZE_DEFAULT.
-The output is lld's, byte for byte, as tests check against lld on every kernel of the suite:
-sections, program headers, the symbol table in lld's order (each file's locals, the hidden symbols
-lld makes local, then the globals in the order lld first saw them) and its string tables.
+The output is lld's, byte for byte: sections, program headers, the symbol table in lld's order
+(each file's locals, the hidden symbols lld makes local, then the globals in the order lld first
+saw them) and its string tables (tests/runtime/test_linker.py compares them on eight kernels;
+when this was written, 287 variants of the 20 suite and 4 unseen kernels were identical).
 Anything else (other relocation types, mergeable or TLS sections, COMMON symbols, an undefined or
 twice-defined symbol, objects that disagree on flags or attributes, an edited dpu.ld) raises
 ``Unsupported`` and the caller links with ld.lld, which also reports the errors.
@@ -240,7 +241,8 @@ class _Link:
         s["__sys_heap_pointer_reset"] = s["__sys_wram_end"] = _align(dot, 8)
         end = _align(self._place(".mram.noinit", 0x08000000, [[".mram.noinit", ".mram.noinit.*"]]), 8)
         self.extent[".mram.noinit"] = (0x08000000, end)
-        self.extent[".mram"] = start, s["__sys_used_mram_end"] = self._section(".mram", end, [[".mram", ".mram.*"]], 8)
+        self.extent[".mram"] = self._section(".mram", end, [[".mram", ".mram.*"]], end_align=8)
+        s["__sys_used_mram_end"] = self.extent[".mram"][1]
         end = self._place(".atomic", 0xF0000000, [[".atomic", ".atomic.*"]])
         if ".atomic" in self.placed:
             self.extent[".atomic"] = (0xF0000000, end)
