@@ -147,13 +147,14 @@ class ProxyToolchain(Toolchain):
         """The variant's ELF: the cached one, or its objects (cached) linked once per distinct set of
         objects and link parameters; pipelines that give the same objects share one link."""
         start = time.perf_counter()
-        variant_key = content_key(self.identity, _dpu_tree_digest(), variant.kernel.digest(),
+        kernel_digest = variant.kernel.digest()  # once: every stage of this compile sees the same sources
+        variant_key = content_key(self.identity, _dpu_tree_digest(), kernel_digest,
                                   *variant.define_flags(), variant.pipeline.text)
         link_key = self.cache.get("variant", variant_key, ".link")
         elf_path = self.cache.path("elf", link_key.decode(), ".elf") if link_key else None
         cached = elf_path is not None and elf_path.is_file()
         if not cached:
-            objects = [self._object(variant, source) for source in variant.kernel.sources]
+            objects = [self._object(variant, source, kernel_digest) for source in variant.kernel.sources]
             link_key = content_key(self.identity, _dpu_tree_digest(), *(o.read_bytes() for o in objects),
                                    str(variant.nr_tasklets), str(variant.stack_size)).encode()
             elf_path = self.cache.path("elf", link_key.decode(), ".elf")
@@ -173,11 +174,12 @@ class ProxyToolchain(Toolchain):
         return ["cc", *frontend_flags(IR_FLAGS, flags, warnings=warnings), "-S", "-emit-llvm", str(source),
                 "-o", str(output)]
 
-    def frontend(self, variant: Variant, source: Path) -> str:
+    def frontend(self, variant: Variant, source: Path, kernel_digest: str | None = None) -> str:
         """Stage 1: LLVM IR of one source of the variant before any pass (IR_FLAGS), each function
-        in its own section (``function_sections``; cached)."""
+        in its own section (``function_sections``; cached by the kernel's digest, `kernel_digest`
+        where the caller has it)."""
         flags = [*(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags()]
-        key = content_key(self.identity, _dpu_tree_digest(), variant.kernel.digest(),
+        key = content_key(self.identity, _dpu_tree_digest(), kernel_digest or variant.kernel.digest(),
                           str(source.relative_to(variant.kernel.root)), *frontend_flags(IR_FLAGS, flags))
         if (hit := self.cache.get("ir", key, ".ll")) is not None:
             return hit.decode()
@@ -212,8 +214,8 @@ class ProxyToolchain(Toolchain):
             return str(module).encode()
         raise ValueError(f"unknown output kind {emit!r}; valid: {', '.join(EMITS)}")
 
-    def _object(self, variant: Variant, source: Path) -> Path:
-        ir = self.frontend(variant, source)
+    def _object(self, variant: Variant, source: Path, kernel_digest: str) -> Path:
+        ir = self.frontend(variant, source, kernel_digest)
         key = content_key(self.identity, ir, variant.pipeline.text)
         path = self.cache.path("obj", key, ".o")
         if not path.is_file():
