@@ -3,11 +3,11 @@
 Four stages, each public so that cnmtune-cc runs exactly the same ones: ``frontend`` (C -> LLVM
 IR with zig's clang as at -O2 before any LLVM pass, see IR_FLAGS; ``frontend_args`` is its command
 line for any source and flags), ``optimize`` (the pass pipeline in-process with llvmlite),
-``codegen`` (rv32i object code, assembly or bitcode with llvmlite) and ``link`` (cnmtune's DPU linker
-script and runtime: in-process where cnmtune's linker makes ld.lld's bytes, else ld.lld, whose
-command line is ``link_args``). ``compile(variant)``
-composes them; every stage is cached by content hash, the link by its objects' (pipelines that
-optimise to the same objects share one link and one ELF).
+``codegen`` (rv32i object code, assembly or bitcode with llvmlite) and ``link`` (cnmtune's DPU
+linker script and runtime: in-process where cnmtune's linker makes ld.lld's bytes, else ld.lld,
+whose command line is ``link_args``). ``compile(variant)`` composes them; every stage is cached
+by content hash, the link by its objects' (pipelines that optimise to the same objects share one
+link and one ELF).
 """
 
 from __future__ import annotations
