@@ -306,3 +306,15 @@ def test_tune_ablation_reads_each_arms_best_run_within_every_budget(tmp_path):
 def test_tune_ablation_refuses_an_unknown_arm():
     result = _run("tune_ablation", "--kernels", "va", "--arms", "model,oracle")
     assert result.returncode == 2 and "unknown arm(s) oracle" in result.stderr
+
+
+# ---------------------------------------------------------------------------- link equivalence
+def test_link_equivalence_counts_identical_and_declined_builds(tmp_path):
+    out = tmp_path / "links.json"
+    result = _run("link_equivalence", "--kernels", "va,bs", "--pipelines", "O2", "--tasklets", "4", "--json", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    record = json.loads(out.read_text())
+    assert record["counts"] == {"same": 1, "declined": 1, "differs": 0}
+    (outcome,) = record["builds"]["bs"].values()  # bs prints a string literal: mergeable, ld.lld's to link
+    assert outcome.startswith("declined: section .rodata.str1")
+    assert "1 identical, 1 linked by ld.lld instead, 0 different: met" in result.stdout
