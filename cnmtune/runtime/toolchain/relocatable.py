@@ -13,13 +13,14 @@ SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR, SHF_MERGE, SHF_TLS = 0x1, 0x2, 0x4, 0x10, 0
 STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
 STT_SECTION, STT_FILE = 3, 4
 SHN_UNDEF, SHN_ABS, SHN_COMMON = 0, 0xFFF1, 0xFFF2
+EM_RISCV = 243
 _SECTION_HEADER = struct.Struct("<10I")
 _SYMBOL = struct.Struct("<IIIBBH")
 _RELA = struct.Struct("<IIi")
 
 
 class NotRelocatable(ValueError):
-    """The bytes are not a relocatable ELF32 little-endian object."""
+    """The bytes are not a relocatable ELF32 little-endian RISC-V object (or not an ar archive)."""
 
 
 @dataclass(eq=False)
@@ -33,7 +34,6 @@ class Section:
     flags: int
     align: int
     size: int
-    entsize: int
     data: bytes
     relocs: list[tuple[int, int, int, int]] = field(default_factory=list)
 
@@ -101,9 +101,9 @@ class ObjectFile:
 
     @classmethod
     def parse(cls, name: str, data: bytes) -> ObjectFile:
-        """Parse `data` (NotRelocatable if it is not a relocatable ELF32 little-endian object)."""
-        if data[:4] != b"\x7fELF" or data[4:6] != b"\x01\x01" or struct.unpack_from("<H", data, 16)[0] != 1:
-            raise NotRelocatable(f"{name}: not a relocatable ELF32 little-endian object")
+        """Parse `data` (NotRelocatable if it is not a relocatable ELF32 little-endian RISC-V object)."""
+        if data[:4] != b"\x7fELF" or data[4:6] != b"\x01\x01" or struct.unpack_from("<HH", data, 16) != (1, EM_RISCV):
+            raise NotRelocatable(f"{name}: not a relocatable ELF32 little-endian RISC-V object")
         e_flags, = struct.unpack_from("<I", data, 36)
         shoff, = struct.unpack_from("<I", data, 32)
         shnum, shstrndx = struct.unpack_from("<HH", data, 48)
@@ -113,7 +113,7 @@ class ObjectFile:
         def text(base: int, offset: int) -> str:
             return data[base + offset:data.index(b"\0", base + offset)].decode()
 
-        sections = tuple(Section(i, text(names, h[0]), h[1], h[2], max(h[8], 1), h[5], h[9],
+        sections = tuple(Section(i, text(names, h[0]), h[1], h[2], max(h[8], 1), h[5],
                                  b"" if h[1] == SHT_NOBITS else data[h[4]:h[4] + h[5]])
                          for i, h in enumerate(headers))
         symbols: tuple[Symbol, ...] = ()
