@@ -35,12 +35,7 @@ PIPELINES = ("O0", "O2", "O3,unroll-count=4", random_pipeline(20, seed=7).text)
 def compare(toolchain: ProxyToolchain, variant: Variant, scratch: Path) -> str:
     """'same', 'declined: <why>', 'differs at <offset>' or 'not built: <why>' for one build."""
     try:
-        objects = []
-        for i, source in enumerate(variant.kernel.sources):
-            path = scratch / f"{i}.o"
-            path.write_bytes(toolchain.codegen(toolchain.optimize(toolchain.frontend(variant, source),
-                                                                  variant.pipeline)))
-            objects.append(path)
+        objects = toolchain.objects(variant)
         toolchain.link_with_lld(objects, scratch / "lld.elf", variant.nr_tasklets, variant.stack_size, variant.label)
     except CnmtuneError as exc:
         return f"not built: {str(exc).splitlines()[0]}"

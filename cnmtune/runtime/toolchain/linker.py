@@ -328,6 +328,14 @@ class _Link:
         where = {(f, sec.index): index[name] for name, placed in self.placed.items() for f, sec in placed}
         strings = bytearray(b"\0")
 
+        def located(f: int, s) -> tuple[int, int] | None:
+            """(value, output section index) of a symbol absolute or in a placed section, else None."""
+            if s.shndx == SHN_ABS:
+                return s.value, SHN_ABS
+            if (f, s.shndx) in where:
+                return self.address[(f, s.shndx)] + s.value, where[(f, s.shndx)]
+            return None
+
         def string(name: str) -> int:
             strings.extend(name.encode() + b"\0")
             return len(strings) - len(name) - 1
@@ -335,14 +343,12 @@ class _Link:
         entries = [(0, 0, 0, 0, 0, 0)]
         for f, obj in enumerate(self.files):
             for s in obj.named_locals:
-                if s.shndx == SHN_ABS:
-                    value, shndx = s.value, SHN_ABS
-                elif (f, s.shndx) in where:
-                    value, shndx = self.address[(f, s.shndx)] + s.value, where[(f, s.shndx)]
-                elif 0 < s.shndx < 0xFF00 and _kept_absolute(obj.sections[s.shndx]):
-                    value, shndx = 0, SHN_ABS
-                else:
+                found = located(f, s)
+                if found is None and 0 < s.shndx < 0xFF00 and _kept_absolute(obj.sections[s.shndx]):
+                    found = 0, SHN_ABS
+                if found is None:
                     continue
+                value, shndx = found
                 entries.append((string(s.name), value, s.size, s.info, s.other, shndx))
         hidden, public = [], []
         names = [*self.order, *(n for n in SCRIPT_SYMBOLS if n not in self.order)]
@@ -356,12 +362,9 @@ class _Link:
                 raise Unsupported(f"{name} is undefined")
             f, k = self.globals[name]
             s = self.files[f].symbols[k]
-            if s.shndx == SHN_ABS:
-                value, shndx = s.value, SHN_ABS
-            elif (f, s.shndx) in where:
-                value, shndx = self.address[(f, s.shndx)] + s.value, where[(f, s.shndx)]
-            else:
+            if (found := located(f, s)) is None:
                 continue  # its section was collected
+            value, shndx = found
             if s.hidden:
                 hidden.append((string(name), value, s.size, STB_LOCAL << 4 | s.type, s.other, shndx))
             else:

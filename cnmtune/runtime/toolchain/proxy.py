@@ -16,7 +16,6 @@ import functools
 import hashlib
 import re
 import shutil
-import struct
 import tempfile
 import time
 from collections.abc import Sequence
@@ -150,18 +149,18 @@ class ProxyToolchain(Toolchain):
         kernel_digest = variant.kernel.digest()  # once: every stage of this compile sees the same sources
         variant_key = content_key(self.identity, _dpu_tree_digest(), kernel_digest,
                                   *variant.define_flags(), variant.pipeline.text)
-        link_key = self.cache.get("variant", variant_key, ".link")
-        elf_path = self.cache.path("elf", link_key.decode(), ".elf") if link_key else None
+        alias = self.cache.get("variant", variant_key, ".link")  # the link key of the variant's objects
+        elf_path = self.cache.path("elf", alias.decode(), ".elf") if alias else None
         cached = elf_path is not None and elf_path.is_file()
         if not cached:
-            objects = [self._object(variant, source, kernel_digest) for source in variant.kernel.sources]
+            objects = self.objects(variant, kernel_digest)
             link_key = content_key(self.identity, _dpu_tree_digest(), *(o.read_bytes() for o in objects),
-                                   str(variant.nr_tasklets), str(variant.stack_size)).encode()
-            elf_path = self.cache.path("elf", link_key.decode(), ".elf")
+                                   str(variant.nr_tasklets), str(variant.stack_size))
+            elf_path = self.cache.path("elf", link_key, ".elf")
             if not elf_path.is_file():
                 self.link(objects, elf_path, variant.nr_tasklets, variant.stack_size, variant.label)
                 self.cache.added(elf_path)
-            self.cache.put("variant", variant_key, ".link", link_key)
+            self.cache.put("variant", variant_key, ".link", link_key.encode())
         memory = read_memory_use(elf_path)
         check_capacity(memory, variant.label)
         elf_hash = hashlib.sha256(elf_path.read_bytes()).hexdigest()
@@ -214,13 +213,18 @@ class ProxyToolchain(Toolchain):
             return str(module).encode()
         raise ValueError(f"unknown output kind {emit!r}; valid: {', '.join(EMITS)}")
 
-    def _object(self, variant: Variant, source: Path, kernel_digest: str) -> Path:
-        ir = self.frontend(variant, source, kernel_digest)
-        key = content_key(self.identity, ir, variant.pipeline.text)
-        path = self.cache.path("obj", key, ".o")
-        if not path.is_file():
-            self.cache.put("obj", key, ".o", self.codegen(self.optimize(ir, variant.pipeline)))
-        return path
+    def objects(self, variant: Variant, kernel_digest: str | None = None) -> list[Path]:
+        """Stages 1-3 for every source of the variant: its rv32i object files (cached; `kernel_digest`
+        as for ``frontend``)."""
+        paths = []
+        for source in variant.kernel.sources:
+            ir = self.frontend(variant, source, kernel_digest)
+            key = content_key(self.identity, ir, variant.pipeline.text)
+            path = self.cache.path("obj", key, ".o")
+            if not path.is_file():
+                self.cache.put("obj", key, ".o", self.codegen(self.optimize(ir, variant.pipeline)))
+            paths.append(path)
+        return paths
 
     def runtime_objects(self) -> list[Path]:
         """cnmtune's DPU runtime (crt0, alloc, stdio, string, ...) compiled once at -O2."""
@@ -272,7 +276,7 @@ class ProxyToolchain(Toolchain):
         try:
             return linker.link([Path(o).read_bytes() for o in objects], self.runtime_objects(),
                                zig.compiler_rt_archive(), nr_tasklets, stack_size)
-        except (linker.Unsupported, NotRelocatable, struct.error, IndexError, UnicodeDecodeError):
+        except (linker.Unsupported, NotRelocatable):
             return None
 
     def link_with_lld(self, objects: Sequence[Path], output: Path, nr_tasklets: int, stack_size: int, label: str,

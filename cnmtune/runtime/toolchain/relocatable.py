@@ -101,7 +101,17 @@ class ObjectFile:
 
     @classmethod
     def parse(cls, name: str, data: bytes) -> ObjectFile:
-        """Parse `data` (NotRelocatable if it is not a relocatable ELF32 little-endian RISC-V object)."""
+        """Parse `data` (NotRelocatable if it is not a well-formed relocatable ELF32 little-endian
+        RISC-V object)."""
+        try:
+            return cls._parse(name, data)
+        except NotRelocatable:
+            raise
+        except (struct.error, IndexError, ValueError) as exc:  # offsets past the end, unterminated names
+            raise NotRelocatable(f"{name}: malformed ELF object ({type(exc).__name__}: {exc})") from exc
+
+    @classmethod
+    def _parse(cls, name: str, data: bytes) -> ObjectFile:
         if data[:4] != b"\x7fELF" or data[4:6] != b"\x01\x01" or struct.unpack_from("<HH", data, 16) != (1, EM_RISCV):
             raise NotRelocatable(f"{name}: not a relocatable ELF32 little-endian RISC-V object")
         e_flags, = struct.unpack_from("<I", data, 36)
