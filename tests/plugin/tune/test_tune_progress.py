@@ -5,6 +5,7 @@ checkpoint cannot be read, and Ctrl-C ending in one line and exit code 130."""
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import signal
@@ -39,7 +40,7 @@ def test_quiet_shows_only_the_warning_that_the_checkpoint_is_unreadable(adaptabl
     model = tmp_path / "random.onnx"
     for source in (adaptable_model, adaptable_model.with_suffix(".pt.json")):
         shutil.copy(source, tmp_path / source.name)
-    model.with_suffix(".pt").write_bytes(os.urandom(4096))
+    model.with_suffix(".pt").write_bytes(random.Random(0).randbytes(4096))
     result = cnmtune("-q", *TUNE, "--model", str(model))
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [f"warning: model not adapted: cannot read checkpoint "
