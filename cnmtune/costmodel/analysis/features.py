@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -140,27 +141,46 @@ class Features:
             raise SchemaMismatch(
                 f"{self.name}: features weighted with loop weight {self.loop_weight}, schema "
                 f"{schema.version} ({schema.hash}) expects {schema.loop_weight}")
+        families, scalars, unknown = _columns(schema)
+        if unknown is not None:
+            raise SchemaMismatch(f"{self.name}: schema {schema.version} ({schema.hash}) "
+                                 f"asks for unknown feature '{unknown}'")
         out = np.zeros(len(schema), dtype=np.float32)
-        listed: dict[str, set[str]] = {}
-        others: dict[str, int] = {}
-        for j, name in enumerate(schema.names):
-            family, sep, key = name.partition(":")
-            if sep and family in _FAMILY_FIELD:
-                if key == OTHER:
-                    others[family] = j
+        for family, (listed, other) in families.items():
+            rest = 0  # what the schema does not list: the family's catch-all column
+            for key, value in getattr(self, _FAMILY_FIELD[family]).items():
+                if (j := listed.get(key)) is None:
+                    rest += value
                 else:
-                    listed.setdefault(family, set()).add(key)
-                    out[j] = getattr(self, _FAMILY_FIELD[family]).get(key, 0)
-            elif not sep and name in SCALARS:
-                out[j] = self.scalar(name) or 0
-            else:
-                raise SchemaMismatch(f"{self.name}: schema {schema.version} ({schema.hash}) "
-                                     f"asks for unknown feature '{name}'")
-        for family, j in others.items():
-            keep = listed.get(family, set())
-            out[j] = sum(v for k, v in getattr(self, _FAMILY_FIELD[family]).items()
-                         if k not in keep)
+                    out[j] = value
+            out[other] = rest
+        for name, j in scalars:
+            out[j] = self.scalar(name) or 0
         return out
+
+
+@lru_cache(maxsize=8)
+def _columns(schema: FeatureSchema) -> tuple[dict[str, tuple[dict[str, int], int]], tuple[tuple[str, int], ...],
+                                            str | None]:
+    """Where ``Features.vector`` puts each feature of `schema` (once per schema, not per vector):
+    per family the column of each listed key and of its catch-all, the scalar columns, and the
+    first name no feature has (None: every name is known)."""
+    families: dict[str, tuple[dict[str, int], int]] = {}
+    scalars, unknown = [], None
+    for j, name in enumerate(schema.names):
+        family, sep, key = name.partition(":")
+        if sep and family in _FAMILY_FIELD:
+            listed, other = families.get(family, ({}, -1))
+            if key == OTHER:
+                other = j
+            else:
+                listed[key] = j
+            families[family] = listed, other
+        elif not sep and name in SCALARS:
+            scalars.append((name, j))
+        elif unknown is None:
+            unknown = name
+    return families, tuple(scalars), unknown
 
 
 def extract_features(source: str | Path | bytes, *, loop_weight: float = DEFAULT_LOOP_WEIGHT,

@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from cnmtune.costmodel.analysis.dpu_isa import encoding_table
 from cnmtune.costmodel.analysis.rv32_isa import RV32I_MNEMONICS
@@ -144,6 +144,7 @@ class FeatureSchema:
         return cls(tuple(data["names"]), data["version"], data["loop_weight"])
 
 
+@lru_cache(maxsize=8)
 def default_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
     """The proxy target's schema: op, wop, call, wcall (each with its ``other``), scalars."""
     names: list[str] = []
@@ -170,8 +171,10 @@ DPU_RUNTIME_ROUTINES: tuple[str, ...] = (*RUNTIME_ROUTINES, "__div32", "__udiv32
 DPU_SCALARS: tuple[str, ...] = tuple(s for s in SCALARS if s != "text_instructions")
 
 
+@lru_cache(maxsize=8)
 def dpu_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT, shorthands: bool = True) -> FeatureSchema:
-    """The schema of real DPU ELFs: op, wop, call, wcall over the DPU vocabulary, scalars."""
+    """The schema of real DPU ELFs: op, wop, call, wcall over the DPU vocabulary, scalars (built
+    once per process and arguments: every compile asks for it)."""
     mnemonics = encoding_table().mnemonics(shorthands)
     names: list[str] = []
     for family, keys in (("op", mnemonics), ("wop", mnemonics),
