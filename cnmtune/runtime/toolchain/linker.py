@@ -25,8 +25,9 @@ from pathlib import Path
 
 from cnmtune.dpu.memory_map import LINKER_SCRIPT
 from cnmtune.runtime.toolchain.relocatable import (SHF_ALLOC, SHF_EXECINSTR, SHF_MERGE, SHF_TLS, SHF_WRITE,
-                                                   SHN_ABS, SHN_COMMON, SHT_NOBITS, SHT_RISCV_ATTRIBUTES, STB_GLOBAL,
-                                                   STB_LOCAL, STB_WEAK, ObjectFile, Section, archive_members)
+                                                   SHN_ABS, SHN_COMMON, SHN_UNDEF, SHT_NOBITS, SHT_RISCV_ATTRIBUTES,
+                                                   STB_GLOBAL, STB_LOCAL, STB_WEAK, ObjectFile, Section,
+                                                   archive_members)
 
 # the dpu.ld this module lays programs out by; another one is linked by ld.lld
 SCRIPT_SHA256 = "e509274b9d3f38d366a49ac3c054669a64c46cbaca58e819208f4764bdf27b00"
@@ -129,10 +130,10 @@ class _Link:
     def _add(self, f: int) -> None:
         for k, s in self.files[f].global_symbols:
             self.order.setdefault(s.name)
-            if s.shndx == SHN_COMMON or (s.defined and (s.name in SCRIPT_SYMBOLS or s.name in PROVIDED)):
-                raise Unsupported(f"COMMON symbol {s.name}, or one dpu.ld defines")
-            if not s.defined:
+            if s.shndx == SHN_UNDEF:
                 continue
+            if s.shndx == SHN_COMMON or s.name in SCRIPT_SYMBOLS or s.name in PROVIDED:
+                raise Unsupported(f"COMMON symbol {s.name}, or one dpu.ld defines")
             old = self.globals.get(s.name)
             if old is None or (self.files[old[0]].symbols[old[1]].bind == STB_WEAK and s.bind == STB_GLOBAL):
                 self.globals[s.name] = (f, k)
@@ -342,13 +343,14 @@ class _Link:
 
         entries = [(0, 0, 0, 0, 0, 0)]
         for f, obj in enumerate(self.files):
-            for s in obj.named_locals:
-                found = located(f, s)
-                if found is None and 0 < s.shndx < 0xFF00 and _kept_absolute(obj.sections[s.shndx]):
-                    found = 0, SHN_ABS
-                if found is None:
-                    continue
-                value, shndx = found
+            kept = sorted(position for section, positions in obj.locals_by_section.items()
+                          if section == SHN_ABS or (f, section) in where
+                          or (0 < section < 0xFF00 and _kept_absolute(obj.sections[section].name,
+                                                                      obj.sections[section].flags))
+                          for position in positions)
+            for position in kept:
+                s = obj.named_locals[position]
+                value, shndx = located(f, s) or (0, SHN_ABS)
                 entries.append((string(s.name), value, s.size, s.info, s.other, shndx))
         hidden, public = [], []
         names = [*self.order, *(n for n in SCRIPT_SYMBOLS if n not in self.order)]
@@ -435,12 +437,12 @@ class _Link:
         return bytes(image)
 
 
-def _kept_absolute(section: Section) -> bool:
-    """Whether lld keeps a local symbol of an input section it does not output, as absolute 0:
-    stripped debug sections, the RISC-V attributes and the discarded .eh_frame do; a discarded
-    mergeable section (.comment) and a collected one do not."""
-    return section.name.startswith(".debug") or section.name == ".eh_frame" \
-        or not section.flags & (SHF_ALLOC | SHF_MERGE)
+@functools.lru_cache(maxsize=4096)
+def _kept_absolute(name: str, flags: int) -> bool:
+    """Whether lld keeps a local symbol of an input section (its name and flags) it does not
+    output, as absolute 0: stripped debug sections, the RISC-V attributes and the discarded
+    .eh_frame do; a discarded mergeable section (.comment) and a collected one do not."""
+    return name.startswith(".debug") or name == ".eh_frame" or not flags & (SHF_ALLOC | SHF_MERGE)
 
 
 def _attribute_tags(blob: bytes) -> dict[int, int | bytes]:

@@ -90,6 +90,15 @@ class ObjectFile:
                      if s.bind == STB_LOCAL and s.type != STT_SECTION and not s.name.startswith(".L"))
 
     @functools.cached_property
+    def locals_by_section(self) -> dict[int, tuple[int, ...]]:
+        """Section index -> the positions in ``named_locals`` of the local symbols it holds (a link
+        looks at the sections it keeps, not at every symbol)."""
+        groups: dict[int, list[int]] = {}
+        for position, symbol in enumerate(self.named_locals):
+            groups.setdefault(symbol.shndx, []).append(position)
+        return {shndx: tuple(positions) for shndx, positions in groups.items()}
+
+    @functools.cached_property
     def undefined(self) -> frozenset[str]:
         """The names of the non-local symbols this object refers to without defining them."""
         return frozenset(s.name for _, s in self.global_symbols if not s.defined)
