@@ -94,13 +94,14 @@ def compile_job(job: CompileJob) -> list[CompileResult]:
     """Worker side: compile (and extract features of) one pipeline at each tasklet count."""
     kernel = kernel_of(job.kernel_dir)
     schema = model_schema()
+    digest = kernel.digest()  # once for the job's builds
     out = []
     for tasklets in job.tasklets:
         variant = Variant.of(kernel, job.pipeline, tasklets, dict(job.defines))
         key = defines_key(dict(variant.defines))
         start = time.perf_counter()
         try:
-            binary = _toolchain().compile(variant)
+            binary = _toolchain().compile(variant, digest)
             built = time.perf_counter()
             vector = _feature_vector(str(binary.elf_path), binary.elf_hash)
         except CnmtuneError as exc:

@@ -139,5 +139,7 @@ class Toolchain(abc.ABC):
         """Kind, tool versions and options: everything that changes the emitted code."""
 
     @abc.abstractmethod
-    def compile(self, variant: Variant) -> Binary:
-        """Compile and link `variant`; raise CompileError, LinkError, IramOverflow or WramOverflow."""
+    def compile(self, variant: Variant, kernel_digest: str | None = None) -> Binary:
+        """Compile and link `variant`; raise CompileError, LinkError, IramOverflow or WramOverflow.
+        `kernel_digest` is ``variant.kernel.digest()`` where the caller has it (a batch of one
+        kernel's variants hashes its sources once)."""

@@ -142,11 +142,11 @@ class ProxyToolchain(Toolchain):
             self._target_machine = rv32_target_machine(self.codegen_level)
         return self._target_machine
 
-    def compile(self, variant: Variant) -> Binary:
+    def compile(self, variant: Variant, kernel_digest: str | None = None) -> Binary:
         """The variant's ELF: the cached one, or its objects (cached) linked once per distinct set of
         objects and link parameters; pipelines that give the same objects share one link."""
         start = time.perf_counter()
-        kernel_digest = variant.kernel.digest()  # once: every stage of this compile sees the same sources
+        kernel_digest = kernel_digest or variant.kernel.digest()  # once: every stage sees the same sources
         variant_key = content_key(self.identity, _dpu_tree_digest(), kernel_digest,
                                   *variant.define_flags(), variant.pipeline.text)
         alias = self.cache.get("variant", variant_key, ".link")  # the link key of the variant's objects

@@ -102,9 +102,10 @@ class UpmemToolchain(Toolchain):
         """LLVM version of the SDK's opt."""
         return self.opt.version
 
-    def compile(self, variant: Variant) -> Binary:
+    def compile(self, variant: Variant, kernel_digest: str | None = None) -> Binary:
         start = time.perf_counter()
-        elf_key = content_key(self.identity, variant.kernel.digest(), *variant.define_flags(), variant.pipeline.text)
+        elf_key = content_key(self.identity, kernel_digest or variant.kernel.digest(), *variant.define_flags(),
+                              variant.pipeline.text)
         elf_path = self.cache.path("upmem-elf", elf_key, ".elf")
         cached = elf_path.is_file()
         if not cached:
