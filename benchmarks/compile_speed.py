@@ -4,12 +4,18 @@ Two workloads on va, each variant new (the toolchain is warm: runtime objects an
 are built, and va's IR and one knob process exist before timing):
 - random: 20-pass random pipelines (L2P's space, issue 2);
 - knobs: the tuner's knob pipelines (O2/O3 with unroll knobs, optimised in the toolchain's
-  per-knob-set process) at every tasklet count 1..16, which changes va's IR.
+  per-knob-set process) at every tasklet count 1..16 (--knob-tasklets), which changes va's IR.
 The features are the ones the tuner scores (`model_features`: the lowered DPU code). Targets:
 >= 50 variants per second per core on random pipelines (issue 40), >= 20 on knob pipelines
 (issue 17), whose unrolled code takes longer to optimise and generate.
 
-    python benchmarks/compile_speed.py [--count 200] [--length 20] [--json benchmarks/results/compile_speed.json]
+A second table times each stage of a compile apart on --stages other random pipelines (a new
+cache: nothing is a hit): LLVM's optimisation and code generation, the link, the lowering
+the IRAM rule reads, the features. LLVM's two stages bound the rate from above: the rate with
+every stage of cnmtune's own taking no time.
+
+    python benchmarks/compile_speed.py [--count 200] [--length 20] [--knob-tasklets 16] [--stages 100]
+        [--json benchmarks/results/compile_speed.json]
 
 Exit status: 0 the target met; 1 missed.
 """
@@ -31,9 +37,11 @@ from cnmtune.display import Table
 from cnmtune.passes import knob_pipelines, random_pipeline
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
+from cnmtune.runtime.toolchain.layout import read_memory_use
 
 VA = Path(__file__).resolve().parent / "prim" / "va"
 TARGETS = {"random": 50, "knobs": 20}  # variants per second per core
+STAGES = ("optimize (LLVM)", "codegen (LLVM)", "link", "lowering (IRAM rule)", "features")
 
 
 def timed(toolchain: ProxyToolchain, variants: list[Variant], label: str) -> dict:
@@ -60,12 +68,41 @@ def timed(toolchain: ProxyToolchain, variants: list[Variant], label: str) -> dic
             "median_ms": {k: round(1000 * statistics.median(v), 2) for k, v in stages.items() if v}}
 
 
+def stage_times(toolchain: ProxyToolchain, variants: list[Variant]) -> dict[str, float]:
+    """Median milliseconds of each stage of a compile, run apart on `variants` (single-source
+    kernels; none cached before): what ``ProxyToolchain.compile`` and the features cost, stage
+    by stage."""
+    stages: dict[str, list[float]] = {name: [] for name in STAGES}
+    with tempfile.TemporaryDirectory(prefix="cnmtune-stages-") as tmp:
+        for k, variant in enumerate(track(variants, description="stages apart", transient=True)):
+            ir = toolchain.frontend(variant, variant.kernel.sources[0])  # cached: the same IR each time
+            marks = [time.perf_counter()]
+            module = toolchain.optimize(ir, variant.pipeline)
+            marks.append(time.perf_counter())
+            obj = Path(tmp) / f"{k}.o"
+            obj.write_bytes(toolchain.codegen(module))
+            marks.append(time.perf_counter())
+            elf = Path(tmp) / f"{k}.elf"
+            toolchain.link([obj], elf, variant.nr_tasklets, variant.stack_size, variant.label)
+            marks.append(time.perf_counter())
+            read_memory_use(elf)  # the lowering of the IRAM rule, which the features then reuse
+            marks.append(time.perf_counter())
+            model_features(elf)
+            marks.append(time.perf_counter())
+            for name, begin, end in zip(STAGES, marks, marks[1:]):
+                stages[name].append(end - begin)
+    return {name: round(1000 * statistics.median(times), 2) for name, times in stages.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200, help="random pipelines to time")
     parser.add_argument("--length", type=int, default=20, help="passes per random pipeline")
     parser.add_argument("--tasklets", type=int, default=16, help="tasklets of the random workload")
+    parser.add_argument("--knob-tasklets", type=int, default=16,
+                        help="the knob pipelines are built at every tasklet count from 1 to this")
     parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--stages", type=int, default=100, help="random pipelines whose stages are timed apart")
     script_io.json_option(parser, "compile_speed.json")
     args = parser.parse_args()
 
@@ -77,12 +114,18 @@ def main() -> int:
         toolchain.compile(Variant.of(kernel, knobbed[0], args.tasklets))  # starts a knob process
         random = [Variant.of(kernel, random_pipeline(args.length, seed=args.seed + i), args.tasklets)
                   for i in range(args.count)]
-        knobs = [Variant.of(kernel, pipeline, tasklets) for tasklets in range(1, 17) for pipeline in knobbed
+        knobs = [Variant.of(kernel, pipeline, tasklets) for tasklets in range(1, args.knob_tasklets + 1)
+                 for pipeline in knobbed
                  if (pipeline, tasklets) != (knobbed[0], args.tasklets)]
         workloads = {"random": timed(toolchain, random, f"{args.length}-pass random pipelines"),
                      "knobs": timed(toolchain, knobs, "knob pipelines x tasklets")}
+        others = [Variant.of(kernel, random_pipeline(args.length, seed=args.seed + args.count + i), args.tasklets)
+                  for i in range(args.stages)]  # pipelines not timed above: their ELFs are new here too
+        stages = stage_times(toolchain, others)
+    llvm_ms = stages["optimize (LLVM)"] + stages["codegen (LLVM)"]
     result = {"kernel": "va", "passes_per_pipeline": args.length, "target_per_second": TARGETS,
-              "workloads": workloads, "toolchain": toolchain.identity}
+              "workloads": workloads, "stages_median_ms": stages,
+              "llvm_bound_per_second": round(1000 / llvm_ms, 1), "toolchain": toolchain.identity}
     table = Table(title="compile speed: va, compile + link + model features, one core")
     for column in ("workload", "variants", "failed", "compile ms", "features ms", "per second", "target"):
         table.add_column(column, justify="left" if column in ("workload", "target") else "right")
@@ -94,6 +137,16 @@ def main() -> int:
     console = Console()
     console.print(table)
     console.print("compile (+ link) and features: medians per variant; per second: all variants over the wall time")
+    parts = Table(title=f"where a random pipeline's variant goes, stage by stage ({args.stages} variants, medians)")
+    for column in ("stage", "ms", "share"):
+        parts.add_column(column, justify="left" if column == "stage" else "right")
+    total = sum(stages.values())
+    for name, ms in stages.items():
+        parts.add_row(name, f"{ms:.2f}", f"{100 * ms / total:.0f} %")
+    parts.add_row("sum", f"{total:.2f}", "100 %")
+    console.print(parts)
+    console.print(f"LLVM alone (optimize + codegen, {llvm_ms:.1f} ms) allows at most {1000 / llvm_ms:.0f} variants "
+                  "per second per core")
     console.print(f"wrote {script_io.write_json(args.json, result)}")
     return 0 if all(found["variants_per_second"] >= TARGETS[name] for name, found in workloads.items()) else 1
 

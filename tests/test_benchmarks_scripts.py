@@ -318,3 +318,23 @@ def test_link_equivalence_counts_identical_and_declined_builds(tmp_path):
     (outcome,) = record["builds"]["bs"].values()  # bs prints a string literal: mergeable, ld.lld's to link
     assert outcome.startswith("declined: section .rodata.str1")
     assert "1 identical, 1 linked by ld.lld instead, 0 different: met" in result.stdout
+
+
+# ---------------------------------------------------------------------------- compile speed
+def test_compile_speed_times_each_stage_and_the_bound_llvm_sets(tmp_path):
+    out = tmp_path / "speed.json"
+    result = _run("compile_speed", "--count", "3", "--knob-tasklets", "1", "--stages", "3", "--json", str(out))
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    record = json.loads(out.read_text())
+    met = all(found["variants_per_second"] >= record["target_per_second"][name]
+              for name, found in record["workloads"].items())
+    assert result.returncode == (0 if met else 1)
+    # the knob pipelines at 1 tasklet; the first was built (at 16) before the timing
+    assert record["workloads"]["random"]["variants"] == 3 and record["workloads"]["knobs"]["variants"] == 14
+    stages = record["stages_median_ms"]
+    assert list(stages) == ["optimize (LLVM)", "codegen (LLVM)", "link", "lowering (IRAM rule)", "features"]
+    assert all(ms > 0 for ms in stages.values())
+    llvm = stages["optimize (LLVM)"] + stages["codegen (LLVM)"]
+    assert record["llvm_bound_per_second"] == round(1000 / llvm, 1)
+    assert "allows at most" in result.stdout
+
