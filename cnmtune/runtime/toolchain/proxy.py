@@ -125,6 +125,7 @@ class ProxyToolchain(Toolchain):
         self.cache = cache or BuildCache()
         self.codegen_level = codegen_level
         self._target_machine = None
+        self._runtime: list[Path] | None = None
 
     @property
     def identity(self) -> str:
@@ -227,7 +228,10 @@ class ProxyToolchain(Toolchain):
         return paths
 
     def runtime_objects(self) -> list[Path]:
-        """cnmtune's DPU runtime (crt0, alloc, stdio, string, ...) compiled once at -O2."""
+        """cnmtune's DPU runtime (crt0, alloc, stdio, string, ...) compiled once at -O2 (looked up
+        in the cache once per toolchain, then only checked to be still there)."""
+        if self._runtime is not None and all(obj.is_file() for obj in self._runtime):
+            return self._runtime
         sources = sorted([*RUNTIME_DIR.glob("*.c"), *RUNTIME_DIR.glob("*.S")])
         key = content_key(self.identity, _dpu_tree_digest())
         objects = [self.cache.path("runtime", key, f"-{s.name}.o") for s in sources]
@@ -240,6 +244,7 @@ class ProxyToolchain(Toolchain):
                 if result.returncode != 0:
                     raise CompileError(f"DPU runtime source {source.name} does not compile", diagnostics(result.stderr))
                 self.cache.put("runtime", key, f"-{source.name}.o", out.read_bytes())
+        self._runtime = objects
         return objects
 
     def link_args(self, objects: Sequence[Path], output: Path, nr_tasklets: int, stack_size: int,
