@@ -125,7 +125,7 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
     power, scale = program_factors(rv32_loop_facts(program), program.functions, cfgs)
     counts = low.slots.astype(np.int64)
     start = np.concatenate(([0], np.cumsum(counts)))  # rv32i word -> its first DPU instruction
-    mnemonics = [m for i in range(len(counts)) for m in low.dpu_instructions(i)]
+    mnemonics = low.program_instructions()
     functions = tuple(replace(f, first=int(start[f.first]), count=int(start[f.first + f.count] - start[f.first]))
                       for f in program.functions)
     sites = tuple(replace(site, index=int(start[site.index])) for site in rv32_sites if not low.inlined(site.index))

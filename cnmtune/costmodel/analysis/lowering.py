@@ -103,9 +103,16 @@ class Lowering:
     def dpu_instructions(self, i: int) -> list[str]:
         """The DPU mnemonics rv32i instruction ``i`` stands for, one per DPU instruction (a
         mnemonic 'a+b' is one of each; none where a neighbour absorbs it)."""
-        count = int(self.slots[i])
-        parts = self.mnemonics[i].split("+")
-        return parts if len(parts) == count else [self.mnemonics[i]] * count
+        return _expand(self.mnemonics[i], int(self.slots[i]))
+
+    def program_instructions(self) -> list[str]:
+        """The DPU mnemonics of the whole program in order: ``dpu_instructions`` of every rv32i
+        instruction, concatenated."""
+        out: list[str] = []
+        for name, count in zip(self.mnemonics, self.slots.tolist()):
+            if count:
+                out.extend(_expand(name, count))
+        return out
 
     def histogram(self, mask: np.ndarray | None = None) -> dict[str, int]:
         """DPU mnemonic -> DPU instructions, over the instructions of ``mask`` (default: all)."""
@@ -118,6 +125,12 @@ class Lowering:
         """Whether the call at ``i`` is one the SDK inlines (mram_read, mram_write, me): no call on
         the DPU."""
         return self.rules[i] in INLINE_CALL_RULES
+
+
+def _expand(mnemonic: str, count: int) -> list[str]:
+    """`count` DPU instructions named by `mnemonic` ('a+b': one of each)."""
+    parts = mnemonic.split("+")
+    return parts if len(parts) == count else [mnemonic] * count
 
 
 def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None,
