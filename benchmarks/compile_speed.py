@@ -70,27 +70,31 @@ def timed(toolchain: ProxyToolchain, variants: list[Variant], label: str) -> dic
 
 def stage_times(toolchain: ProxyToolchain, variants: list[Variant]) -> dict[str, float]:
     """Median milliseconds of each stage of a compile, run apart on `variants` (single-source
-    kernels; none cached before): what ``ProxyToolchain.compile`` and the features cost, stage
-    by stage."""
+    kernels; none cached before; a variant whose pipeline breaks the program is left out): what
+    ``ProxyToolchain.compile`` and the features cost, stage by stage."""
     stages: dict[str, list[float]] = {name: [] for name in STAGES}
     with tempfile.TemporaryDirectory(prefix="cnmtune-stages-") as tmp:
         for k, variant in enumerate(track(variants, description="stages apart", transient=True)):
             ir = toolchain.frontend(variant, variant.kernel.sources[0])  # cached: the same IR each time
+            obj, elf = Path(tmp) / f"{k}.o", Path(tmp) / f"{k}.elf"
             marks = [time.perf_counter()]
-            module = toolchain.optimize(ir, variant.pipeline)
-            marks.append(time.perf_counter())
-            obj = Path(tmp) / f"{k}.o"
-            obj.write_bytes(toolchain.codegen(module))
-            marks.append(time.perf_counter())
-            elf = Path(tmp) / f"{k}.elf"
-            toolchain.link([obj], elf, variant.nr_tasklets, variant.stack_size, variant.label)
-            marks.append(time.perf_counter())
-            read_memory_use(elf)  # the lowering of the IRAM rule, which the features then reuse
-            marks.append(time.perf_counter())
-            model_features(elf)
-            marks.append(time.perf_counter())
+            try:
+                module = toolchain.optimize(ir, variant.pipeline)
+                marks.append(time.perf_counter())
+                obj.write_bytes(toolchain.codegen(module))
+                marks.append(time.perf_counter())
+                toolchain.link([obj], elf, variant.nr_tasklets, variant.stack_size, variant.label)
+                marks.append(time.perf_counter())
+                read_memory_use(elf)  # the lowering of the IRAM rule, which the features then reuse
+                marks.append(time.perf_counter())
+                model_features(elf)
+                marks.append(time.perf_counter())
+            except Exception:  # as in `timed`: a failed variant
+                continue
             for name, begin, end in zip(STAGES, marks, marks[1:]):
                 stages[name].append(end - begin)
+    if not stages[STAGES[0]]:
+        raise SystemExit("compile_speed: every pipeline timed stage by stage failed")
     return {name: round(1000 * statistics.median(times), 2) for name, times in stages.items()}
 
 
@@ -105,6 +109,8 @@ def main() -> int:
     parser.add_argument("--stages", type=int, default=100, help="random pipelines whose stages are timed apart")
     script_io.json_option(parser, "compile_speed.json")
     args = parser.parse_args()
+    if min(args.count, args.stages, args.knob_tasklets) < 1:
+        parser.error("--count, --stages and --knob-tasklets need at least 1")
 
     kernel = Kernel.load(VA)
     knobbed = knob_pipelines()
