@@ -337,4 +337,3 @@ def test_compile_speed_times_each_stage_and_the_bound_llvm_sets(tmp_path):
     llvm = stages["optimize (LLVM)"] + stages["codegen (LLVM)"]
     assert record["llvm_bound_per_second"] == round(1000 / llvm, 1)
     assert "allows at most" in result.stdout
-

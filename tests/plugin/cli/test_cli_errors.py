@@ -241,7 +241,7 @@ def test_an_unreadable_checkpoint_is_one_short_line_and_verbose_adds_torchs_text
 
     monkeypatch.chdir(tmp_path)
     path = save_checkpoint(Path("model.pt"), L2PModel(4, L2PConfig(depth=1, width=4)))
-    if content == "random bytes":  # fixed bytes: what torch raises depends on them (EOFError, IndexError, ...)
+    if content == "random bytes":  # fixed bytes: what torch raises depends on them (UnpicklingError, IndexError, ...)
         path.write_bytes(random.Random(0).randbytes(4096))
     else:  # a torch file whose pickle holds an object besides tensors
         torch.save({"weight": torch.zeros(2), "origin": Path("elsewhere")}, path)
