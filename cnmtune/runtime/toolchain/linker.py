@@ -350,7 +350,7 @@ class _Link:
                           for position in positions)
             for position in kept:
                 s = obj.named_locals[position]
-                value, shndx = located(f, s) or (0, SHN_ABS)
+                value, shndx = located(f, s) or (0, SHN_ABS)  # not located: a section lld keeps as absolute 0
                 entries.append((string(s.name), value, s.size, s.info, s.other, shndx))
         hidden, public = [], []
         names = [*self.order, *(n for n in SCRIPT_SYMBOLS if n not in self.order)]
