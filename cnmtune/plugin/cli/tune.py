@@ -25,7 +25,7 @@ from cnmtune.wording import counted
 
 #: Options of a kernel's tune that a tune of an application (--app) has no use for, and the reverse.
 KERNEL_ONLY = frozenset({"size", "objective", "tasklets", "define", "param", "rounds", "exploration", "screen",
-                         "adapt", "budget_s", "max_runs", "tune_defines", "device", "sdk_dir", "exhaustive", "db",
+                         "adapt", "budget_s", "max_runs", "tune_defines", "device", "sdk_dir", "exhaustive", "build_all", "db",
                          "workers", "scheduler"})
 APP_ONLY = frozenset({"run", "var"})
 
@@ -80,6 +80,9 @@ def tune_command(
     model: Optional[Path] = typer.Option(None, "--model", help="cost model .onnx, 'shipped' (the default), or a "
                                                               "baseline: analytical, random[:SEED]"),
     exhaustive: bool = typer.Option(False, "--exhaustive", help="also run every candidate; report the regret"),
+    build_all: bool = typer.Option(False, "--build-all",
+                                   help="build every pipeline at every tasklet count first (default: every "
+                                        "pipeline at the default build's, the model's best 2 x top-k at all)"),
     db: Optional[Path] = typer.Option(None, "--db", help="record everything here; reuse recorded runs"),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="local worker processes (default: all cores)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler, e.g. tcp://HOST:8786"),
@@ -116,7 +119,7 @@ def tune_command(
                     dpus=int_list(dpus, "dpus") if dpus else None, tasklets=int_list(tasklets, "tasklets"),
                     top_k=top_k, objective=objective, max_runs=max_runs, tune_defines=tune_defines, knobs=knobs,
                     model=str(model) if model else None,
-                    exhaustive=exhaustive, budget_s=budget_s, device=check_device(device),
+                    exhaustive=exhaustive, build_all=build_all, budget_s=budget_s, device=check_device(device),
                     sdk_dir=str(sdk_dir) if sdk_dir else None, rounds=rounds, exploration=exploration, adapt=adapt, screen=screen,
                     defines=tuple(parse_defines(define, found).items()),
                     params=tuple(parse_params(found, param).items()))

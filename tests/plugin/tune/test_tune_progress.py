@@ -15,7 +15,7 @@ import time
 
 TUNE = ("tune", "va", "--size", "small", "--pipelines", "2", "--no-knobs", "--no-tune-defines", "--dpus", "2",
         "--tasklets", "2,4", "--top-k", "2", "--rounds", "2", "-j", "1", "--no-save")
-STAGE_LINE = re.compile(r"^((?:default build|round \d+): )?(compile|score|run|fine-tune): "
+STAGE_LINE = re.compile(r"^((?:tasklets|default build|round \d+): )?(compile|score|run|fine-tune): "
                         r"(\d+)(?: / (\d+) \(\d+ %\))?, ")
 
 

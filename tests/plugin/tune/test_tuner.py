@@ -16,6 +16,7 @@ from cnmtune.costmodel.learn.checkpoint import save_checkpoint
 from cnmtune.costmodel.learn.samples import input_columns
 from cnmtune.errors import ModelError
 from cnmtune.plugin.tune import TuneSpec, tune
+from cnmtune.plugin.tune.tuner import Search
 from cnmtune.runtime.executor import InlineExecutor
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.store import Store
@@ -125,6 +126,25 @@ def test_every_round_after_the_first_scores_with_the_model_fine_tuned_on_the_run
     # the first round is scored by the model as loaded in both
     first = adapted.stages[0]["runs"]
     assert [c.elf_hash for c in adapted.runs[:first]] == [c.elf_hash for c in plain.runs[:first]]
+
+
+def test_the_first_population_builds_the_best_ranked_pipelines_at_every_tasklet_count(model):
+    spec = TuneSpec("va", size="small", pipelines=12, top_k=2, model=str(model), **GRID)
+    staged = Search(spec, InlineExecutor(), None, lambda *_: None)
+    population = staged.population()
+    at = {t: {p for p, _, built in staged.built if built == t} for t in (4, 16)}
+    assert len(at[16]) == 12 and staged.space.default_tasklets == 16  # every pipeline at the default build's
+    # at the other count: the 2 x top_k pipelines the model ranks best at 16 tasklets, and the prior's best
+    first = [c for c in population if c.tasklets == 16]
+    by_model = list(dict.fromkeys(c.pipeline for c in sorted(first, key=lambda c: c.predicted_s)))
+    by_prior = list(dict.fromkeys(c.pipeline for c in sorted(first, key=lambda c: c.prior_s)))
+    assert at[4] == {*by_model[:4], by_prior[0]}
+    whole = Search(TuneSpec(**{**spec.__dict__, "build_all": True}), InlineExecutor(), None, lambda *_: None)
+    whole.population()
+    assert {(p, t) for p, _, t in whole.built} == {(p, t) for p in at[16] for t in (4, 16)}
+    # the same binaries where both built them: the same candidates, scored alike
+    scores = {(c.elf_hash, c.dpus): c.predicted_s for c in whole.pool}
+    assert all(scores[(c.elf_hash, c.dpus)] == pytest.approx(c.predicted_s) for c in population)
 
 
 def test_a_model_without_its_checkpoint_is_used_as_it_is_and_the_report_says_why(model, tmp_path):
