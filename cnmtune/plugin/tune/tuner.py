@@ -102,7 +102,7 @@ CONFIRM = 3  # the best screening runs run again on every DPU, verified (with th
 # The first population builds SPREAD x top_k pipelines at every tasklet count, the rest at the default build's
 # only: a pipeline's rank at one tasklet count is its rank at the others. Measured (the shipped model, 100
 # pipelines + knobs, 7-8 tasklet counts): the model's top 10 over the whole space was the top 10 over this
-# population on va, gemv, mlp, bs, ts, hst-l and red, 8 of 10 with the best kept on nw, at 28 % of the
+# population on va, gemv, mlp, bs, ts, hst-l and red, 8 of 10 with the best kept on nw, at 27-32 % of the
 # compiles (a spread of 1: nw 6 of 10, the best lost; ts 8 of 10).
 SPREAD = 2
 PATIENCE = 3  # rounds without a better run before the search stops
