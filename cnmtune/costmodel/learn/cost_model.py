@@ -129,10 +129,10 @@ class L2PCostModel(CostModel):
         self._base = base
 
     def update(self, samples: SampleSet, seed: int = 0, restart: bool = False, epochs: int | None = None,
-               threads: int | None = None) -> dict:
-        """Fine-tune on ``samples`` (training.finetune_on, for ``epochs``: default its own, on
-        ``threads`` torch threads); a second update goes on from the first, or with ``restart`` from
-        the training checkpoint again."""
+               threads: int | None = None, lr: float | None = None) -> dict:
+        """Fine-tune on ``samples`` (training.finetune_on, for ``epochs`` from learning rate ``lr``:
+        default its own, on ``threads`` torch threads); a second update goes on from the first, or
+        with ``restart`` from the training checkpoint again."""
         self.prepare_update()
         with needs_extra():
             from cnmtune.costmodel.learn.model import TRANSFER_FROZEN
@@ -140,8 +140,9 @@ class L2PCostModel(CostModel):
 
         start = self._base if self.network is None or restart else self.network
         frozen = min(TRANSFER_FROZEN, start.config.depth // 2)
+        given = {"epochs": epochs, "lr": lr}
         self.network, _ = finetune_on(start, samples, frozen, seed=seed, threads=threads,
-                                      **({"epochs": epochs} if epochs is not None else {}))
+                                      **{name: value for name, value in given.items() if value is not None})
         checkpoint = self.checkpoint
         return {"checkpoint": None if checkpoint is None else str(checkpoint), "samples": len(samples),
                 "frozen_blocks": frozen}

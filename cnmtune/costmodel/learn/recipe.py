@@ -26,6 +26,9 @@ TRAIN_DEFAULTS: dict = {"epochs": 300, "patience": 40, "batch_size": 256, "lr": 
 #: anneals to 0 over them (cosine), so the last epochs settle instead of oscillating.
 FINETUNE_EPOCHS = 1000
 
+#: The learning rate a fine-tuning starts from (Adam, annealed to 0 over its epochs).
+FINETUNE_LR = 1e-3
+
 #: Kernels the shipped model (cnmtune/data/l2p.onnx) is not trained on: the transfer targets.
 #: Three have a sibling in the training set (hst-s, scan-ssa, lorq), bs has none.
 SHIPPED_HELD_OUT: tuple[str, ...] = ("bs", "hst-l", "lornq", "scan-rss")

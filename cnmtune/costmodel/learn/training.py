@@ -29,7 +29,7 @@ from torch.nn import functional as F
 
 from cnmtune.costmodel.learn.model import TRANSFER_FROZEN, L2PConfig, L2PModel
 from cnmtune.costmodel.learn.prediction import Prediction, evaluate
-from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS
+from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, FINETUNE_LR
 from cnmtune.costmodel.learn.samples import SampleSet
 from cnmtune.errors import CnmtuneError, SchemaMismatch
 
@@ -209,7 +209,8 @@ def finetune(model: L2PModel, samples: SampleSet, fraction: float = 0.01, freeze
 
 
 def finetune_on(model: L2PModel, samples: SampleSet, freeze: int = TRANSFER_FROZEN, seed: int = 0, *,
-                epochs: int = FINETUNE_EPOCHS, batch_size: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
+                epochs: int = FINETUNE_EPOCHS, batch_size: int = 256, lr: float = FINETUNE_LR,
+                weight_decay: float = 0.0,
                 threads: int | None = None, fixed_statistics: bool = True,
                 dropout: bool = False) -> tuple[L2PModel, list[float]]:
     """Fine-tune a copy of ``model`` on all of ``samples`` as ``finetune`` does; (model in eval

@@ -28,9 +28,9 @@ the binary's features. The search:
   best run's defines instead (zero-shot, the two miss different kernels);
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
-  again (not where the last fine-tuning took longer than the last round's runs: there a round of
-  runs costs less than better picks); a model without its checkpoint is used as it is, and the
-  report says so; the baselines (``model`` 'analytical' or 'random[:SEED]',
+  again; where the last round's runs took less time than such a fine-tuning, it is shortened in
+  proportion and goes on from the last fine-tuned network instead (Search.adapt); a model without
+  its checkpoint is used as it is, and the report says so; the baselines (``model`` 'analytical' or 'random[:SEED]',
   cnmtune.plugin.tune.score) learn nothing.
 The rounds stop at ``rounds``, after three rounds that did not improve the best run by 0.5 %, when
 nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent.
@@ -82,7 +82,8 @@ from cnmtune.plugin.tune.measure import InProcessMeasurer, Measurer, PooledMeasu
 from cnmtune.plugin.tune.moves import Point, crossovers, neighbours
 from cnmtune.plugin.tune.record import MeasureCallback, RecordInStore
 from cnmtune.plugin.tune.report import Candidate, TuneReport
-from cnmtune.plugin.tune.score import BASELINES, PRIOR_SHARE, adapt, interleave, load_model, load_prior, predict
+from cnmtune.plugin.tune.score import (ADAPT_EPOCHS, BASELINES, PRIOR_SHARE, SHORT_EPOCHS, adapt, interleave,
+                                        load_model, load_prior, predict)
 from cnmtune.plugin.tune.space import DEFAULT_PIPELINE, Defines, Grid, Space, search_space, valid_grid
 from cnmtune.plugin.tune.transfers import TransferEstimates
 from cnmtune.runtime.executor import Executor
@@ -197,9 +198,9 @@ class Search:
         self.adapts = spec.adapt and self.model.kind not in BASELINES
         self.not_adapted = "" if self.adapts else "adaptation off"
         self.last_adaptation: dict = {}
-        self.adaptation_s = 0.0  # what the last fine-tuning took
+        self.full_adaptation_s = 0.0  # what the last fine-tuning from the checkpoint took
         self.round_runs_s = 0.0  # what the last round's runs took
-        self.unadapted_rounds = 0  # rounds after the first without a fine-tuning: their runs cost less
+        self.shortened_rounds = 0  # fine-tunings shortened: the round's runs before took less than a full one
         # the first use comes after the compiles: torch loads meanwhile, and for fine-tuning torch._dynamo,
         # which torch.optim imports on an optimizer's first call (2.3 s of a 3.6 s first fine-tuning of va)
         if self.adapts:
@@ -349,27 +350,34 @@ class Search:
     def adapt(self) -> dict | None:
         """Fine-tune the model on every run of the tune with a time (verified or screened) and score
         the population again; None when it cannot (fewer than 2 runs, adaptation off, no checkpoint:
-        `not_adapted` says; so does a machine without torch, the 'train' extra) or when it does not
-        pay: the last fine-tuning took longer than the last round's runs, so running a round costs
-        less than making its picks better (`unadapted_rounds` counts these)."""
+        `not_adapted` says; so does a machine without torch, the 'train' extra). A fine-tuning starts
+        from the training checkpoint (ADAPT_EPOCHS), but where the last round's runs took less time
+        than such a fine-tuning it is shortened (`shortened_rounds` counts these): it goes on from
+        the last fine-tuned network for the share of ADAPT_EPOCHS that the runs took of a full
+        fine-tuning's time, at least SHORT_EPOCHS, so that cheap runs are not outweighed by making
+        their picks better."""
         verified = [c for c in self.run if c.measured_s is not None]
         if self.not_adapted or len(verified) < 2:
             return None
-        if self.last_adaptation and self.round_runs_s < self.adaptation_s:
-            self.unadapted_rounds += 1
-            return None
+        full = not self.last_adaptation or self.round_runs_s >= self.full_adaptation_s
+        epochs = ADAPT_EPOCHS if full else \
+            max(SHORT_EPOCHS, int(ADAPT_EPOCHS * self.round_runs_s / self.full_adaptation_s))
         start = time.perf_counter()
         self.step_progress("fine-tune", 0, None)
         try:
             learnt = adapt(self.model, np.stack([self.rows[self.by_binary[(c.elf_hash, c.dpus)]] for c in verified]),
-                           verified, self.kernel.name, self.size, self.schema, self.spec.seed)
+                           verified, self.kernel.name, self.size, self.schema, self.spec.seed, epochs, restart=full)
         except (ModelError, MissingExtra) as exc:  # no checkpoint, or no torch: the model as it is
             self.not_adapted = str(exc)
             return None
         for c, p in zip(self.pool, self.model.predict(np.stack(self.rows)).runtime_s):
             c.predicted_s = float(p)
-        self.adaptation_s = time.perf_counter() - start
-        self.add_seconds("fine-tuning", self.adaptation_s)
+        seconds = time.perf_counter() - start
+        if full:
+            self.full_adaptation_s = seconds
+        else:
+            self.shortened_rounds += 1
+        self.add_seconds("fine-tuning", seconds)
         self.step_progress("fine-tune", len(verified), len(verified))
         self.last_adaptation = learnt
         return learnt
@@ -537,7 +545,7 @@ def _adaptation(search: Search) -> dict | None:
         return {"skipped": search.not_adapted}
     if not rounds:
         return None
-    return {**search.last_adaptation, "rounds": len(rounds), "not_paying": search.unadapted_rounds}
+    return {**search.last_adaptation, "rounds": len(rounds), "shortened": search.shortened_rounds}
 
 
 def _measurer(spec: TuneSpec, kernel: Kernel, size: int, space: Space, target: Target, executor: Executor,
