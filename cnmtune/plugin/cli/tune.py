@@ -25,8 +25,8 @@ from cnmtune.wording import counted
 
 #: Options of a kernel's tune that a tune of an application (--app) has no use for, and the reverse.
 KERNEL_ONLY = frozenset({"size", "objective", "tasklets", "define", "param", "rounds", "exploration", "screen",
-                         "adapt", "budget_s", "max_runs", "tune_defines", "device", "sdk_dir", "exhaustive", "build_all", "db",
-                         "workers", "scheduler"})
+                         "adapt", "budget_s", "max_runs", "tune_defines", "device", "sdk_dir", "exhaustive",
+                         "build_all", "db", "workers", "scheduler"})
 APP_ONLY = frozenset({"run", "var"})
 
 

@@ -30,8 +30,8 @@ the binary's features. The search:
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
   again; where the last round's runs took less time than such a fine-tuning, it is shortened in
   proportion and goes on from the last fine-tuned network instead (Search.adapt); a model without
-  its checkpoint is used as it is, and the report says so; the baselines (``model`` 'analytical' or 'random[:SEED]',
-  cnmtune.plugin.tune.score) learn nothing.
+  its checkpoint is used as it is, and the report says so; the baselines (``model`` 'analytical'
+  or 'random[:SEED]', cnmtune.plugin.tune.score) learn nothing.
 The rounds stop at ``rounds``, after three rounds that did not improve the best run by 0.5 %, when
 nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent.
 On the simulator from SCREEN_FROM (16) DPUs on (``screen``), the search's runs are screening
