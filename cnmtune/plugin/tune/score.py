@@ -79,8 +79,8 @@ def adapt(model: CostModel, X: np.ndarray, measured: Sequence[Candidate], kernel
     """Fine-tune `model` for `epochs` from its training checkpoint (`restart`; else from its last
     fine-tuned network, at a learning rate cut by epochs / ADAPT_EPOCHS) on the measured kernel
     times of `measured` (input rows `X`; L2P's transfer, the first layers frozen): the model the
-    next round scores with. Returns its MAPE on them before and after; a model without its
-    checkpoint raises ModelError."""
+    next round scores with. Returns its MAPE on them before and after, and the epochs; a model
+    without its checkpoint raises ModelError."""
     model.prepare_update()
     data = runtime_samples(X, [c.measured_s for c in measured], kernel, [c.pipeline for c in measured],
                            [c.dpus for c in measured], [c.tasklets for c in measured], [size] * len(measured), schema)

@@ -485,7 +485,8 @@ def _offspring(search: Search) -> dict[str, list[Candidate]]:
     moves = [neighbours(p, space, search.grid) for p in points]
     crossed = crossovers(points[0], points[1], search.grid) if len(points) > 1 else []
     wanted = [p for m in moves for found in m.values() for p in found] + crossed
-    best = points[0]  # the pipelines the model ranks best, built with the best run's defines and tasklets
+    best = points[0]
+    # the pipelines the model ranks best, built with the best run's defines and tasklets
     texts = _ranked_pipelines(search.pool, Candidate.predicted_objective_s)[:2 * search.spec.top_k]
     wanted += [Point(text, best.tuned, best.tasklets, best.dpus) for text in texts]
     grouped: dict[tuple[str, Defines], set[int]] = {}
