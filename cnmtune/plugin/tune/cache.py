@@ -39,7 +39,7 @@ from cnmtune.runtime.workload import define_value
 
 if TYPE_CHECKING:
     from cnmtune.plugin.tune.report import Candidate, TuneReport
-    from cnmtune.plugin.tune.tuner import TuneSpec
+    from cnmtune.plugin.tune.search import TuneSpec
     from cnmtune.runtime.kernel import Kernel
     from cnmtune.runtime.workload import DefineValue, Workload
 

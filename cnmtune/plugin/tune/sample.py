@@ -13,7 +13,7 @@ from cnmtune.plugin.tune.build import BuildRequest
 from cnmtune.plugin.tune.moves import tuned_defines
 from cnmtune.plugin.tune.report import Candidate
 from cnmtune.plugin.tune.space import Defines
-from cnmtune.plugin.tune.tuner import Search, TuneSpec
+from cnmtune.plugin.tune.search import Search, TuneSpec
 from cnmtune.runtime.executor import Executor
 
 __all__ = ["Exploration", "explore"]

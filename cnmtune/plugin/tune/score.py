@@ -4,7 +4,7 @@ that shares the model's picks while the model is zero-shot on the kernel."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -118,3 +118,9 @@ def interleave(first: Sequence[Candidate], second: Sequence[Candidate], count: i
             chosen[id(c)] = c
             slots -= from_second
     return list(chosen.values())
+
+
+def ranked_pipelines(candidates: Sequence[Candidate], score: Callable[[Candidate], float]) -> list[str]:
+    """The pipelines that name `candidates` (one per binary: pipelines giving the same binary are
+    one choice) by their best candidate's score, lowest first."""
+    return list(dict.fromkeys(c.pipeline for c in sorted(candidates, key=score)))

@@ -11,7 +11,7 @@ import pytest
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.tune import TuneSpec, explore, tune
 from cnmtune.plugin.tune.report import Candidate
-from cnmtune.plugin.tune.tuner import _batch
+from cnmtune.plugin.tune.select import batch
 from cnmtune.plugin.tune.space import RANK_DPUS, search_space
 from cnmtune.runtime.executor import InlineExecutor
 from cnmtune.runtime.execute import run_binary
@@ -78,14 +78,14 @@ def test_until_the_model_is_fine_tuned_the_prior_ranks_a_share_of_a_rounds_runs(
     search = SimpleNamespace(spec=TuneSpec("va", top_k=5, exploration=0.4), pool=pool, last_adaptation={},
                              prior=object(), best=lambda: None)
     neighbours = {"tasklets": [pool[9], pool[0]], "pipeline": [pool[8]]}
-    explored, exploited = _batch(search, neighbours)
+    explored, exploited = batch(search, neighbours)
     assert explored == [pool[9], pool[8]]
     # one of the three runs left (PRIOR_SHARE 0.2 of them), the second: the prior's best not taken already
     assert exploited == [pool[0], pool[6], pool[1]]
     search.last_adaptation = {"samples": 6}  # fine-tuned on the kernel: the model ranks alone
-    assert _batch(search, neighbours)[1] == pool[:3]
+    assert batch(search, neighbours)[1] == pool[:3]
     search.last_adaptation, search.prior = {}, None  # a baseline (heuristic, random) ranks alone
-    assert _batch(search, neighbours)[1] == pool[:3]
+    assert batch(search, neighbours)[1] == pool[:3]
     # a real tune with the shipped model scores every candidate with the prior as well
     assert all(c.prior_s > 0 for c in searched.runs)
 

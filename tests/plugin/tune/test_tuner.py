@@ -17,7 +17,7 @@ from cnmtune.costmodel.learn.samples import input_columns
 from cnmtune.errors import ModelError
 from cnmtune.plugin.tune import TuneSpec, tune
 from cnmtune.plugin.tune.score import SHORT_EPOCHS
-from cnmtune.plugin.tune.tuner import Search
+from cnmtune.plugin.tune.search import Search
 from cnmtune.runtime.executor import InlineExecutor
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.store import Store

@@ -1,0 +1,78 @@
+"""The selection role of a tune: what a round builds (the elite's offspring) and which of the built
+candidates it runs (the batch)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from cnmtune.plugin.tune.build import BuildRequest
+from cnmtune.plugin.tune.moves import Point, crossovers, neighbours
+from cnmtune.plugin.tune.report import Candidate
+from cnmtune.plugin.tune.score import PRIOR_SHARE, interleave, ranked_pipelines
+from cnmtune.plugin.tune.space import Defines
+
+if TYPE_CHECKING:
+    from cnmtune.plugin.tune.search import Search
+
+__all__ = ["batch", "offspring"]
+
+
+def offspring(search: Search) -> dict[str, list[Candidate]]:
+    """Build and score the elite's offspring: the neighbours of each elite run, the crossovers of the
+    best two, the 2k pipelines the model ranks best at the best run's defines and tasklets. Returns the
+    unmeasured crossovers and neighbours of the best run by dimension: a define's values nearest
+    first, the other dimensions lowest predicted first."""
+    space, elite = search.space, search.elite()
+    if not elite:
+        return {}
+    points = [search.point_of(c) for c in elite]
+    moves = [neighbours(p, space, search.grid) for p in points]
+    crossed = crossovers(points[0], points[1], search.grid) if len(points) > 1 else []
+    wanted = [p for m in moves for found in m.values() for p in found] + crossed
+    best = points[0]
+    # the pipelines the model ranks best, built with the best run's defines and tasklets
+    texts = ranked_pipelines(search.pool, Candidate.predicted_objective_s)[:2 * search.spec.top_k]
+    wanted += [Point(text, best.tuned, best.tasklets, best.dpus) for text in texts]
+    grouped: dict[tuple[str, Defines], set[int]] = {}
+    for p in wanted:
+        grouped.setdefault((p.pipeline, p.tuned), set()).add(p.tasklets)
+    search.candidates([BuildRequest(text, tuple(sorted(t)), tuned) for (text, tuned), t in grouped.items()])
+    by_dimension = {"crossover": crossed, **moves[0]}
+    out = {}
+    for dimension, found in by_dimension.items():
+        fresh = [search.points[p] for p in found if p in search.points and search.points[p].status == "not run"]
+        distinct = list({id(c): c for c in fresh}.values())
+        # a define's values nearest first: the features barely see them, so the model cannot rank them
+        out[dimension] = distinct if dimension.startswith("define ") else \
+            sorted(distinct, key=lambda c: c.predicted_objective_s())
+    return out
+
+
+def batch(search: Search, explore: dict[str, list[Candidate]]) -> tuple[list[Candidate], list[Candidate]]:
+    """A round's runs: up to a share `exploration` of `top_k` from `explore`, one dimension after the
+    other, the rest the unmeasured candidates with the lowest predicted objective; while a learned
+    model has not been fine-tuned on this kernel, a share PRIOR_SHARE of the rest (every other one
+    until it is used) goes to the prior's lowest at the best run's defines."""
+    k = search.spec.top_k
+    share = math.ceil(k * search.spec.exploration)
+    queues = [list(q) for q in explore.values()]
+    picked: dict[int, Candidate] = {}
+    while len(picked) < share and any(queues):
+        for queue in queues:
+            while queue and id(queue[0]) in picked:
+                queue.pop(0)
+            if queue and len(picked) < share:
+                c = queue.pop(0)
+                picked[id(c)] = c
+    explored = list(picked.values())
+    unmeasured = [c for c in search.pool if c.status == "not run" and id(c) not in picked]
+    exploit = k - len(explored)
+    by_model = sorted(unmeasured, key=lambda c: c.predicted_objective_s())
+    if search.prior is None or search.last_adaptation:
+        return explored, by_model[:exploit]
+    # the prior ranks pipelines and tasklets at the best run's defines: it does not see define values either
+    best = search.best()
+    at_best = [c for c in unmeasured if c.defines == (best.defines if best else ())]
+    by_prior = sorted(at_best, key=lambda c: c.prior_s + c.predicted_transfer_s)
+    return explored, interleave(by_model, by_prior, exploit, math.ceil(exploit * PRIOR_SHARE))
