@@ -282,6 +282,11 @@ class Search:
         """The point a candidate was first built as."""
         return Point(c.pipeline, c.defines, c.tasklets, c.dpus)
 
+    def twin(self, c: Candidate) -> tuple[bytes, Defines]:
+        """What the model and a run see of a candidate: its model input row and its defines; two
+        binaries alike in both are twins, one choice (cnmtune.plugin.tune.select)."""
+        return self.rows[self.by_binary[(c.elf_hash, c.dpus)]].tobytes(), c.defines
+
     def adapt(self) -> dict | None:
         """Fine-tune the model on every run of the tune with a time (verified or screened) and score
         the population again; None when it cannot (fewer than 2 runs, adaptation off, no checkpoint:

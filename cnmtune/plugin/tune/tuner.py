@@ -25,7 +25,8 @@ the binary's features. The search:
   dimensions lowest predicted first), the rest the unmeasured candidates with the lowest
   predicted objective, of which, while a learned model has not been fine-tuned on the kernel's
   runs, every other one up to a share PRIOR_SHARE is the static analytical prior's lowest at the
-  best run's defines instead (zero-shot, the two miss different kernels);
+  best run's defines instead (zero-shot, the two miss different kernels); no run is the twin of
+  another (the same model input row and defines: cnmtune.plugin.tune.select);
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
   again; where the last round's runs took less time than such a fine-tuning, it is shortened in

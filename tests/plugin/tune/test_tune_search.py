@@ -75,8 +75,8 @@ def test_until_the_model_is_fine_tuned_the_prior_ranks_a_share_of_a_rounds_runs(
     # model and prior rank ten candidates in opposite orders; 5 runs, 2 of them the best run's neighbours
     pool = [Candidate([f"O{i}"], 16, 4, f"elf{i}", predicted_s=i + 1.0, prior_s=10.0 - i) for i in range(10)]
     pool[7].defines = (("BL", 4),)  # the prior ranks pipelines and tasklets at the best run's defines only
-    search = SimpleNamespace(spec=TuneSpec("va", top_k=5, exploration=0.4), pool=pool, last_adaptation={},
-                             prior=object(), best=lambda: None)
+    search = SimpleNamespace(spec=TuneSpec("va", top_k=5, exploration=0.4), pool=pool, run=[], last_adaptation={},
+                             prior=object(), best=lambda: None, twin=lambda c: c.elf_hash)
     neighbours = {"tasklets": [pool[9], pool[0]], "pipeline": [pool[8]]}
     explored, exploited = batch(search, neighbours)
     assert explored == [pool[9], pool[8]]

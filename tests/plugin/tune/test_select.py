@@ -1,0 +1,40 @@
+"""What a round of the tuner runs, on real compiles and real simulator runs: one of each set of twins."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+
+from cnmtune.plugin.tune import TuneSpec, tune
+from cnmtune.plugin.tune.build import BuildRequest
+from cnmtune.plugin.tune.report import Candidate
+from cnmtune.plugin.tune.search import Search
+from cnmtune.plugin.tune.select import batch
+from cnmtune.runtime.executor import InlineExecutor
+
+# ts at its small size: O1 and O2 build other binaries (register names) with the same model input row
+SPEC = TuneSpec("ts", size="small", pipelines=12, dpus=(2,), tasklets=(4,), top_k=4, rounds=5, model="analytical")
+
+
+def test_a_tune_never_runs_the_twin_of_a_run():
+    search = Search(SPEC, InlineExecutor(), None, lambda *_: None)
+    search.population()
+    assert max(Counter(search.twin(c) for c in search.pool).values()) > 1, \
+        "ts no longer builds twins here: the test needs another case"
+    report = tune(SPEC, InlineExecutor())
+    # each run's binary built again (the build cache has it) and scored, as the tune did
+    search.candidates([BuildRequest(c.pipeline, (c.tasklets,), c.defines) for c in report.runs])
+    ran = [search.twin(c) for c in report.runs]
+    assert len(report.runs) > 8 and len(ran) == len(set(ran))
+
+
+def test_a_batch_takes_one_of_each_set_of_twins_and_no_twin_of_a_run():
+    pool = [Candidate([f"O{i}"], 16, 4, f"elf{i}", predicted_s=i + 1.0) for i in range(8)]
+    twin = {"elf0": 0, "elf1": 0, "elf2": 2, "elf3": 2, "elf4": 4, "elf5": 5, "elf6": 6, "elf7": 7}
+    pool[0].status = "verified"
+    search = SimpleNamespace(spec=TuneSpec("va", top_k=4, exploration=0.5), pool=pool, run=[pool[0]],
+                             last_adaptation={}, prior=None, best=lambda: pool[0], twin=lambda c: twin[c.elf_hash])
+    explored, exploited = batch(search, {"tasklets": [pool[1], pool[3]], "pipeline": [pool[2], pool[7]]})
+    # pool[1]'s twin has run; pool[2] is the twin of pool[3], picked before it
+    assert explored == [pool[3], pool[7]]
+    assert exploited == [pool[4], pool[5]]
