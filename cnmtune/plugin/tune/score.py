@@ -1,6 +1,7 @@
 """The score role of a tune: predict every candidate's kernel time with the cost model, adapt the
-model to this kernel and size on the tune's measured runs (L2P's transfer), and the static prior
-that shares the model's picks while the model is zero-shot on the kernel."""
+model to this kernel and size on the tune's measured runs (L2P's transfer), the static prior
+that shares the model's picks while the model is zero-shot on the kernel, and pipelines ranked
+by a score."""
 
 from __future__ import annotations
 

@@ -183,7 +183,7 @@ class Search:
         return list({id(c): c for c in found}.values())
 
     def population(self) -> list[Candidate]:
-        """Build the first population (see the module docstring) and return it."""
+        """Build the first population (see cnmtune.plugin.tune.tuner) and return it."""
         space, spec = self.space, self.spec
         spread = SPREAD * spec.top_k
         if spec.build_all or spec.exhaustive or len(space.tasklets) == 1 or len(space.pipelines) <= spread:
