@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 
@@ -232,3 +233,16 @@ def test_preload_imports_a_module_in_the_background_and_ignores_a_missing_one():
              "print('torch' in sys.modules, 'no_such_module_cnmtune' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert (result.returncode, result.stdout.strip(), result.stderr) == (0, "True False", "")
+
+
+def test_a_process_that_exits_while_a_preload_imports_prints_nothing(tmp_path):
+    """A tune that fails before torch._dynamo has loaded exits with its one error line: the import
+    under way meets the interpreter's shutdown (concurrent.futures then refuses to register its exit
+    hook), and that is not the user's error."""
+    slow = "import time\ntime.sleep(0.5)\nimport concurrent.futures.thread\n"  # what torch._dynamo comes to
+    (tmp_path / "slow_module_cnmtune.py").write_text(slow)
+    probe = ("import sys; from cnmtune.costmodel.learn.lazy import preload; "
+             "assert 'concurrent.futures.thread' not in sys.modules; preload('slow_module_cnmtune')")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert (result.returncode, result.stderr) == (0, "")
