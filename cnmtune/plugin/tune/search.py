@@ -282,10 +282,14 @@ class Search:
         """The point a candidate was first built as."""
         return Point(c.pipeline, c.defines, c.tasklets, c.dpus)
 
+    def row(self, c: Candidate) -> np.ndarray:
+        """The model's input row of a candidate of the population."""
+        return self.rows[self.by_binary[(c.elf_hash, c.dpus)]]
+
     def twin(self, c: Candidate) -> tuple[bytes, Defines]:
         """What the model and a run see of a candidate: its model input row and its defines; two
         binaries alike in both are twins, one choice (cnmtune.plugin.tune.select)."""
-        return self.rows[self.by_binary[(c.elf_hash, c.dpus)]].tobytes(), c.defines
+        return self.row(c).tobytes(), c.defines
 
     def adapt(self) -> dict | None:
         """Fine-tune the model on every run of the tune with a time (verified or screened) and score
@@ -305,7 +309,7 @@ class Search:
         start = time.perf_counter()
         self.step_progress("fine-tune", 0, None)
         try:
-            learnt = adapt(self.model, np.stack([self.rows[self.by_binary[(c.elf_hash, c.dpus)]] for c in verified]),
+            learnt = adapt(self.model, np.stack([self.row(c) for c in verified]),
                            verified, self.kernel.name, self.size, self.schema, self.spec.seed, epochs, restart=full)
         except (ModelError, MissingExtra) as exc:  # no checkpoint, or no torch: the model as it is
             self.not_adapted = str(exc)

@@ -78,8 +78,8 @@ def batch(search: Search, explore: dict[str, list[Candidate]]) -> tuple[list[Can
     # one of each set of unmeasured twins: they score alike, by the model and by the prior
     by_twin: dict[tuple, Candidate] = {}
     for c in search.pool:
-        if c.status == "not run" and search.twin(c) not in taken:
-            by_twin.setdefault(search.twin(c), c)
+        if c.status == "not run" and (twin := search.twin(c)) not in taken:
+            by_twin.setdefault(twin, c)
     unmeasured = list(by_twin.values())
     exploit = k - len(explored)
     by_model = sorted(unmeasured, key=lambda c: c.predicted_objective_s())
