@@ -13,6 +13,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	@# one small run compiles the simulator's native code (about a minute), so that no later
+	@# command pays it, nor several processes of the test suite at once
+	$(VENV)/bin/cnmtune -q run va --size small > /dev/null
 	touch $@
 
 demo: $(VENV)/.installed
