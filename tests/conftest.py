@@ -1,10 +1,18 @@
 """Shared fixtures: an isolated build cache, the proxy toolchain, the va kernel, scratch kernels, small
-stores and untrained cost models."""
+stores and untrained cost models; and the command line and the benchmark scripts run in the test's
+process (`run_cnmtune`, `run_script`)."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import io
 import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -17,6 +25,86 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs a worker per core:
 
 REPO = Path(__file__).resolve().parents[1]
 VA_DIR = REPO / "benchmarks" / "prim" / "va"
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """What a command left: its exit code and what it printed on stdout and stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_entry_point(main: Callable[[], int | None], argv: Sequence[str], columns: int = 200, cwd: Path | None = None,
+                    env: dict[str, str] | None = None, unset: Sequence[str] = ()) -> CliResult:
+    """A command through its entry point `main` in this process, as if run as `argv`: on a terminal
+    `columns` wide, from `cwd`, with `env` added to the environment and `unset` removed from it. Its
+    exit code (what `main` returned or exited with) and output, without an interpreter start and
+    ~2.5 s of imports per command. What needs a process of its own (a signal, the first compile of
+    the simulator's native code, `python -m cnmtune` itself, a compiler a Makefile runs) runs the
+    command instead."""
+    from cnmtune.plugin.cli import output
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", list(argv))
+        for name, value in {"COLUMNS": str(columns), **(env or {})}.items():
+            patch.setenv(name, value)
+        for name in unset:
+            patch.delenv(name, raising=False)
+        for console in (output.console, output.err_console, output._error_console):
+            patch.setattr(console, "_width", columns)  # what COLUMNS sets when the console is made
+        for flag in ("verbose", "quiet"):  # -v / -q hold for this command only
+            patch.setattr(output.verbosity, flag, getattr(output.verbosity, flag))
+        patch.setattr(output.err_console, "quiet", output.err_console.quiet)
+        if cwd is not None:
+            patch.chdir(cwd)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                code = main()
+            except SystemExit as exit_:
+                code = exit_.code
+            if code is not None and not isinstance(code, int):  # SystemExit(message): what the interpreter does
+                print(code, file=sys.stderr)
+                code = 1
+    return CliResult(code or 0, stdout.getvalue(), stderr.getvalue())
+
+
+def run_cnmtune(*args: str, **how) -> CliResult:
+    """`cnmtune ARGS...` through `cnmtune.plugin.cli.main` in this process (`run_entry_point`; `how`:
+    its columns, cwd, env and unset)."""
+    from cnmtune.plugin.cli import main
+
+    return run_entry_point(main, ["cnmtune", *args], **how)
+
+
+def load_script(path: Path) -> ModuleType:
+    """A script (benchmarks/NAME.py) imported as a module, its siblings importable as when it runs."""
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(f"{path.stem}_under_test", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # as for any import: a dataclass of the script looks its module up
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def run_script(path: Path, *args: str, **how) -> CliResult:
+    """`python PATH ARGS...`, the script's main() run in this process (`run_entry_point`; `how`: its
+    columns, cwd, env and unset)."""
+    return run_entry_point(load_script(path).main, [path.name, *args], **how)
+
+
+def one_line_error(result: CliResult, exit_code: int) -> str:
+    """The error line of a refused command, after checking that it exited with `exit_code` and printed
+    nothing else on stderr."""
+    assert result.returncode == exit_code, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0].removeprefix("error: ")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,12 +6,9 @@ from __future__ import annotations
 import csv
 import fnmatch
 import hashlib
-import importlib.util
 import json
-import os
 import runpy
 import subprocess
-import sys
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +19,7 @@ from rich.console import Console
 
 from cnmtune.runtime.sim import calibration
 from cnmtune.runtime.sim.config import DpuConfig
+from tests.conftest import CliResult, load_script, run_script
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks"
@@ -30,20 +28,13 @@ COLUMNS = ["benchmark", "num_dpus", "size_param", "kernel_ms", "cpu_to_dpu_ms", 
 
 
 def _script(name: str):
-    """A benchmark script imported as a module (its siblings importable, as when it runs)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location(f"{name}_under_test", BENCH / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    """A benchmark script imported as a module."""
+    return load_script(BENCH / f"{name}.py")
 
 
-def _run(name: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(BENCH / f"{name}.py"), *args], capture_output=True, text=True,
-                          timeout=600, check=False, env={**os.environ, "COLUMNS": "200"})
+def _run(name: str, *args: str) -> CliResult:
+    """`python benchmarks/NAME.py ARGS...`, its main() run in this process."""
+    return run_script(BENCH / f"{name}.py", *args)
 
 
 # ------------------------------------------------------------------------- the shipped rows

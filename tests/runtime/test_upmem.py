@@ -36,6 +36,7 @@ from cnmtune.runtime.toolchain import BuildCache, UpmemToolchain, Variant
 from cnmtune.runtime.toolchain.dpu_layout import read_dpu_memory_use
 from cnmtune.runtime.upmem import UpmemDevice, UpmemSdk
 from cnmtune.runtime.upmem.harness import build_harness
+from tests.conftest import run_cnmtune as _cnmtune
 
 STANDIN = Path(__file__).parent / "upmem_standin"
 CLANG, OPT, PKG_CONFIG = "dpu-upmem-dpurte-clang", "opt", "dpu-pkg-config"
@@ -597,17 +598,10 @@ def test_c_harness_build_failure_names_the_command(tmp_path):
 
 # ----------------------------------------------------------------------------- command line
 
-def _cnmtune(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})
-
-
 def test_cli_without_sdk_prints_one_line_and_exits_2(tmp_path):
     """No SDK: `cnmtune run --device upmem-*` prints one line and exits 2."""
-    env = {k: v for k, v in os.environ.items() if k != "CNMTUNE_UPMEM_SDK"}
-    env["PATH"] = os.path.dirname(sys.executable)  # python only: no SDK on PATH
-    result = subprocess.run([sys.executable, "-m", "cnmtune", "run", "va", "--device", "upmem-sim", "-s", "small"],
-                            capture_output=True, text=True, timeout=300, env={**env, "COLUMNS": "80"})
+    result = _cnmtune("run", "va", "--device", "upmem-sim", "-s", "small", columns=80, unset=["CNMTUNE_UPMEM_SDK"],
+                      env={"PATH": os.path.dirname(sys.executable)})  # python only: no SDK on PATH
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "UPMEM SDK not found" in lines[0] and "upmem_env.sh" in lines[0]

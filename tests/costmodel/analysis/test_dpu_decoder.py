@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,6 +18,7 @@ from cnmtune.costmodel.analysis.elf import load_dpu_elf
 from cnmtune.costmodel.analysis.schema import default_schema, dpu_schema, schema_for
 from cnmtune.errors import DpuDecodeError, ElfError, SchemaMismatch, UnsupportedMachine
 from dpu_asm import FORMS, Asm, encode, write_dpu_elf
+from tests.conftest import run_cnmtune
 
 # 115 raw slots with the mnemonic the UPMEM llvm-objdump printed (shared/upmem/objdump_sample.txt).
 SAMPLE = Path(__file__).parent / "data" / "dpu_objdump_sample.txt"
@@ -393,9 +392,7 @@ def _seconds(work) -> float:
 
 
 def test_cli_features_on_a_dpu_elf(elf, tmp_path):
-    run = [sys.executable, "-m", "cnmtune", "features"]
-    result = subprocess.run([*run, str(elf), "--json"], capture_output=True, text=True,
-                            timeout=120)
+    result = run_cnmtune("features", str(elf), "--json")
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert record["machine"] == "dpu" and record["kernel_histogram"] == dict(KERNEL)
@@ -404,8 +401,7 @@ def test_cli_features_on_a_dpu_elf(elf, tmp_path):
                                         "columns": len(schema)}
     bad = tmp_path / "bad.elf"
     bad.write_bytes(broken(jz=("JZri", {"ra": "r0", "pc": 999})))
-    result = subprocess.run([*run, str(bad), "--underlying"], capture_output=True, text=True,
-                            timeout=120)
+    result = run_cnmtune("features", str(bad), "--underlying")
     assert result.returncode == 1 and not result.stdout
     assert "DPU decoder self-check 'branch targets' failed" in result.stderr
     assert "Traceback" not in result.stderr

@@ -1,21 +1,19 @@
-"""benchmarks/reproduce_l2p.py in its --quick mode on the small test store: every part runs and reports."""
+"""benchmarks/reproduce_l2p.py in its --quick mode on the small test store (its main() in the test's
+process): every part runs and reports."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.conftest import CliResult, run_script
 
 SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "reproduce_l2p.py"
 
 
 def test_quick_reproduction_writes_json_pngs_and_a_headline_table(l2p_db, tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--data", str(l2p_db), "--out", str(tmp_path), "--quick", "--fresh",
-         "--pairwise", "va,red"], capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "COLUMNS": "200"})
+    result = run_script(SCRIPT, "--data", str(l2p_db), "--out", str(tmp_path), "--quick", "--fresh", "--pairwise",
+                        "va,red")
     assert result.returncode == 0, result.stderr[-2000:]
     record = json.loads((tmp_path / "reproduce_l2p.json").read_text())
     assert record["quick"] and record["kernels"] == ["red", "va"]
@@ -47,11 +45,9 @@ def test_quick_reproduction_writes_json_pngs_and_a_headline_table(l2p_db, tmp_pa
     assert "headline numbers" in result.stdout and "transfer" in result.stdout and "zero-shot" in result.stdout
 
 
-def _transfer(l2p_db, out: Path, cache: Path, *options: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), "--data", str(l2p_db), "--out", str(out), "--quick", "--fresh",
-         "--parts", "transfer", "--cache", str(cache), *options], capture_output=True, text=True, timeout=300,
-        check=False, env={**os.environ, "COLUMNS": "200"})
+def _transfer(l2p_db, out: Path, cache: Path, *options: str) -> CliResult:
+    return run_script(SCRIPT, "--data", str(l2p_db), "--out", str(out), "--quick", "--fresh", "--parts", "transfer",
+                      "--cache", str(cache), *options)
 
 
 def test_folds_split_over_runs_share_the_cache(l2p_db, tmp_path):
@@ -78,10 +74,8 @@ def test_folds_split_over_runs_share_the_cache(l2p_db, tmp_path):
     assert "1 % of one size" in whole.stdout
 
     # the zero-shot ranking scores each kernel with the same fold networks: nothing trains again
-    zeroshot = subprocess.run(
-        [sys.executable, str(SCRIPT), "--data", str(l2p_db), "--out", str(tmp_path / "zeroshot"), "--quick",
-         "--parts", "zeroshot", "--cache", str(cache)], capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "COLUMNS": "200"})
+    zeroshot = run_script(SCRIPT, "--data", str(l2p_db), "--out", str(tmp_path / "zeroshot"), "--quick", "--parts",
+                          "zeroshot", "--cache", str(cache))
     assert zeroshot.returncode == 0, zeroshot.stderr[-2000:]
     assert "epoch:" not in zeroshot.stdout and len(list(cache.glob("*.pt"))) == 2
     assert "zero-shot va" in zeroshot.stdout

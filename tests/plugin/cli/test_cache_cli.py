@@ -1,19 +1,18 @@
-"""`cnmtune cache info / clean` run as a user runs them, on a cache a real compile filled."""
+"""`cnmtune cache info / clean` through the command line's entry point (in the test's process), on a
+cache a real compile filled."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
 from cnmtune.runtime.toolchain.cache import USAGE_FILE
+from tests.conftest import CliResult, run_cnmtune
 
 
-def cnmtune(root, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cnmtune", "cache", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", "CNMTUNE_CACHE_DIR": str(root), **env}, timeout=300)
+def cnmtune(root, *args: str, **env: str) -> CliResult:
+    return run_cnmtune("cache", *args, env={"CNMTUNE_CACHE_DIR": str(root), **env})
 
 
 def test_info_counts_a_compile_and_clean_empties_the_cache(tmp_path, va):

@@ -1,23 +1,17 @@
-"""The cnmtune command line, run as a user runs it (a subprocess), on real compiles."""
+"""The cnmtune command line through its entry point (`run_cnmtune`, in the test's process), on real
+compiles."""
 
 from __future__ import annotations
 
 import json
-import os
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import CliResult, run_cnmtune as cnmtune
+
 VA_DIR = Path(__file__).resolve().parents[3] / "benchmarks" / "prim" / "va"
-
-
-def cnmtune(*args: str, cwd: Path | None = None, columns: int = 200) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": str(columns)}
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +94,7 @@ def test_compare_prints_three_different_histograms(tmp_path):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _error(result: subprocess.CompletedProcess, exit_code: int = 1) -> str:
+def _error(result: CliResult, exit_code: int = 1) -> str:
     """stderr of a command that failed (exit code 1) or could not run as written (2)."""
     assert result.returncode == exit_code, (result.returncode, result.stdout, result.stderr)
     assert "Traceback" not in result.stderr

@@ -1,11 +1,11 @@
-"""Top-level options and the kernel list, run as a user runs the command line."""
+"""Top-level options and the kernel list, through the command line's entry point (`run_cnmtune`, in
+the test's process; `python -m cnmtune` itself once)."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,14 +13,12 @@ from pathlib import Path
 
 import pytest
 
-
-def cnmtune(*args: str, columns: int = 200) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": str(columns)}, timeout=300)
+from tests.conftest import run_cnmtune as cnmtune
 
 
 def test_version_prints_the_package_version():
-    result = cnmtune("--version")
+    result = subprocess.run([sys.executable, "-m", "cnmtune", "--version"], capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"cnmtune {importlib.metadata.version('cnmtune')}\n"
 

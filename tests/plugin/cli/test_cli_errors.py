@@ -11,76 +11,43 @@ import random
 import shlex
 import shutil
 import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from cnmtune.plugin.cli import main
 from cnmtune.store import CompileRecord, RunRecord, Status, Store
+from tests.conftest import one_line_error, run_cnmtune as cnmtune
 
 VA_DIR = Path(__file__).resolve().parents[3] / "benchmarks" / "prim" / "va"
 MODEL = Path(__file__).resolve().parents[3] / "cnmtune" / "data" / "l2p.onnx"
-
-
-@dataclass(frozen=True)
-class Result:
-    """What a command left: its exit code and what it printed."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture
-def cnmtune(capsys, monkeypatch):
-    """Run `cnmtune ARGS...` through the console-script entry point; its exit code and output."""
-    def run(*args: str) -> Result:
-        monkeypatch.setattr(sys, "argv", ["cnmtune", *args])
-        with pytest.raises(SystemExit) as exit_:
-            main()
-        out, err = capsys.readouterr()
-        return Result(exit_.value.code, out, err)
-    return run
-
-
 USAGE, FAILURE = 2, 1
 
 
-def one_line_error(result: Result, exit_code: int) -> str:
-    """The error line of a failed command, after checking it is the only thing on stderr."""
-    assert result.returncode == exit_code, (result.returncode, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0].removeprefix("error: ")
-
-
 @pytest.mark.parametrize("option, value", [("--tasklets", "a,b"), ("--dpus", "x")])
-def test_an_integer_option_given_a_list_names_the_option_and_the_value(cnmtune, option, value):
+def test_an_integer_option_given_a_list_names_the_option_and_the_value(option, value):
     line = one_line_error(cnmtune("run", "va", option, value), USAGE)
     assert line.startswith(f"{option}: expected a valid integer, got '{value}'")
 
 
-def test_a_size_whose_inputs_cannot_be_allocated_names_the_size(cnmtune):
+def test_a_size_whose_inputs_cannot_be_allocated_names_the_size():
     line = one_line_error(cnmtune("run", "va", "--size", str(10**12)), FAILURE)
     assert line.startswith("va: cannot make the inputs of size 1,000,000,000,000 (Unable to allocate")
 
 
 @pytest.mark.parametrize("size", ["-5", "10**12"])
-def test_a_size_that_is_neither_a_number_nor_a_preset_lists_the_presets(cnmtune, size):
+def test_a_size_that_is_neither_a_number_nor_a_preset_lists_the_presets(size):
     line = one_line_error(cnmtune("run", "va", "--size", size), USAGE)
     assert line == (f"--size '{size}': the size must be a positive integer or a preset name of va: "
                     "small (4,096), default (2,621,440), large (8,388,608)")
 
 
-def test_a_directory_without_workload_py_is_not_a_kernel_directory(cnmtune, tmp_path):
+def test_a_directory_without_workload_py_is_not_a_kernel_directory(tmp_path):
     shutil.copytree(VA_DIR / "dpu", tmp_path / "k" / "dpu")
     line = one_line_error(cnmtune("run", str(tmp_path / "k")), FAILURE)
     assert line.startswith(f"{tmp_path / 'k'} is not a kernel directory (no workload.py)")
 
 
-def test_a_regular_file_is_not_a_kernel_directory(cnmtune):
+def test_a_regular_file_is_not_a_kernel_directory():
     line = one_line_error(cnmtune("run", str(VA_DIR / "workload.py")), FAILURE)
     assert line == (f"{VA_DIR / 'workload.py'} is not a directory: a kernel directory (dpu/*.c and workload.py) "
                     "was expected")
@@ -109,14 +76,14 @@ def corrupt_store(tmp_path_factory) -> Path:
      "--sizes", "small", "-j", "1"),
     ("model", "evaluate", str(MODEL), "--db", "{db}"),
 ], ids=lambda command: " ".join(command[:2]))
-def test_a_corrupt_store_is_one_line_naming_the_store(cnmtune, corrupt_store, tmp_path, command):
+def test_a_corrupt_store_is_one_line_naming_the_store(corrupt_store, tmp_path, command):
     args = [a.format(db=corrupt_store, out=tmp_path / "out.csv") for a in command]
     result = cnmtune("-q", *args)  # -q: no progress bar beside the error
     assert one_line_error(result, FAILURE) == f"{corrupt_store}: not a readable cnmtune store (database disk image is malformed)"
     assert not (tmp_path / "out.csv").exists()
 
 
-def test_json_commands_print_the_error_as_json_on_stdout(cnmtune, corrupt_store):
+def test_json_commands_print_the_error_as_json_on_stdout(corrupt_store):
     result = cnmtune("model", "evaluate", str(MODEL), "--db", str(corrupt_store), "--json")
     line = one_line_error(result, FAILURE)
     assert json.loads(result.stdout) == {"error": line} and "malformed" in line
@@ -124,7 +91,7 @@ def test_json_commands_print_the_error_as_json_on_stdout(cnmtune, corrupt_store)
     assert json.loads(result.stdout) == {"error": one_line_error(result, USAGE)}
 
 
-def test_without_json_stdout_stays_empty_and_verbose_adds_the_traceback(cnmtune):
+def test_without_json_stdout_stays_empty_and_verbose_adds_the_traceback():
     quiet = cnmtune("run", "va", "--dpus", "x")
     assert quiet.stdout == "" and "Traceback" not in quiet.stderr
     verbose = cnmtune("-v", "run", "va", "--dpus", "x")
@@ -147,7 +114,7 @@ def read_only_dir(tmp_path):
     subprocess.run(["chattr", "-i", str(store_dir)] if root else ["chmod", "755", str(store_dir)], check=True)
 
 
-def test_a_read_only_store_directory_says_permission(cnmtune, read_only_dir):
+def test_a_read_only_store_directory_says_permission(read_only_dir):
     for args in (("dataset", "stats", str(read_only_dir / "store.sqlite")),
                  ("dataset", "generate", "-k", "va", "--db", str(read_only_dir / "new.sqlite"), "--pipelines", "1")):
         line = one_line_error(cnmtune(*args), FAILURE)
@@ -175,18 +142,18 @@ EXAMPLE_VA = Path(__file__).resolve().parents[3] / "examples" / "va"
     (("app", "build", str(EXAMPLE_VA), "--dpus", "100000"), USAGE, "NR_DPUS=100000: an application allocates 1 "),
     (("app", "run", str(EXAMPLE_VA), "-V", "NR_DPUS=2561"), USAGE, "NR_DPUS=2561: an application allocates 1 "),
 ], ids=lambda value: " ".join(value[:2]) if isinstance(value, tuple) else None)
-def test_a_command_line_that_cannot_run_exits_2_and_failed_work_1(cnmtune, args, exit_code, line):
+def test_a_command_line_that_cannot_run_exits_2_and_failed_work_1(args, exit_code, line):
     assert one_line_error(cnmtune(*args), exit_code).startswith(line)
 
 
-def test_compile_refuses_an_output_in_a_missing_directory_and_creates_none(cnmtune, tmp_path):
+def test_compile_refuses_an_output_in_a_missing_directory_and_creates_none(tmp_path):
     elf = tmp_path / "no" / "such" / "x.elf"
     assert one_line_error(cnmtune("compile", "va", "-o", str(elf)), FAILURE) == \
         f"cannot write {elf}: no directory {elf.parent}"
     assert not (tmp_path / "no").exists()
 
 
-def test_the_upmem_devices_pass_over_the_sdk_shim_that_app_env_puts_on_path(cnmtune, monkeypatch):
+def test_the_upmem_devices_pass_over_the_sdk_shim_that_app_env_puts_on_path(monkeypatch):
     """After `eval "$(cnmtune app env)"` the SDK compiler's name on PATH is cnmtune's own shim, not an SDK."""
     exports = dict(shlex.split(line)[1].split("=", 1) for line in cnmtune("app", "env").stdout.splitlines())
     monkeypatch.setenv("PATH", exports["PATH"])
@@ -199,7 +166,7 @@ def test_the_upmem_devices_pass_over_the_sdk_shim_that_app_env_puts_on_path(cnmt
             f"`cnmtune app env`), not the SDK's, no --sdk-dir was given")
 
 
-def test_a_host_program_killed_by_a_signal_is_named(cnmtune, tmp_path):
+def test_a_host_program_killed_by_a_signal_is_named(tmp_path):
     (tmp_path / "Makefile").write_text("all:\n")
     host = tmp_path / "host.sh"
     host.write_text("#!/bin/sh\necho before the fault\nkill -SEGV $$\n")
@@ -223,7 +190,7 @@ def test_quoted_output_is_cut_between_lines_or_words():
 
 
 @pytest.mark.parametrize("flag", ["-q", "--quiet"])
-def test_quiet_and_verbose_go_after_the_command_too(cnmtune, tmp_path, flag):
+def test_quiet_and_verbose_go_after_the_command_too(tmp_path, flag):
     result = cnmtune("new", "quietk", flag, "--dir", str(tmp_path))
     assert result.returncode == 0 and result.stdout.splitlines() == [f"created {tmp_path / 'quietk'}/ (workload.py, "
                                                                      "dpu/task.c, support/common.h)"]
@@ -232,7 +199,7 @@ def test_quiet_and_verbose_go_after_the_command_too(cnmtune, tmp_path, flag):
 
 
 @pytest.mark.parametrize("content", ["random bytes", "pickled object"])
-def test_an_unreadable_checkpoint_is_one_short_line_and_verbose_adds_torchs_text(cnmtune, tmp_path, monkeypatch,
+def test_an_unreadable_checkpoint_is_one_short_line_and_verbose_adds_torchs_text(tmp_path, monkeypatch,
                                                                                  content):
     import torch
 

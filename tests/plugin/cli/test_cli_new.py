@@ -6,8 +6,6 @@ decides for it although it has no `large` preset (issue 16)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,22 +14,14 @@ from cnmtune.errors import OffloadError
 from cnmtune.plugin.cli.new import create_kernel
 from cnmtune.plugin.offload.decide import OffloadSpec, decide
 from cnmtune.runtime.kernel import Kernel
+from tests.conftest import CliResult, one_line_error, run_cnmtune
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "own_kernel.md"
 
 
-def cnmtune(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """`cnmtune ARGS...` run from `cwd` as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300, check=False)
-
-
-def one_line_error(result: subprocess.CompletedProcess, exit_code: int) -> str:
-    """The error line of a refused command, after checking it is all it printed on stderr."""
-    assert result.returncode == exit_code, (result.returncode, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0].removeprefix("error: ")
+def cnmtune(*args: str, cwd: Path) -> CliResult:
+    """`cnmtune ARGS...` run from `cwd`."""
+    return run_cnmtune(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

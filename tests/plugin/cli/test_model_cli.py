@@ -1,23 +1,21 @@
-"""`cnmtune model train / finetune / evaluate` run as a user runs them, on a real dataset store."""
+"""`cnmtune model train / finetune / evaluate` through the command line's entry point (in the test's
+process), on a real dataset store."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from cnmtune.costmodel.learn.cost_model import shipped_model_path
 from cnmtune.costmodel.learn.scorer import Scorer
+from tests.conftest import CliResult, run_cnmtune
 
 
-def cnmtune(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cnmtune", "model", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=300, cwd=cwd)
+def cnmtune(*args: str, cwd: Path | None = None) -> CliResult:
+    return run_cnmtune("model", *args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.executor import DaskExecutor, InlineExecutor
 from cnmtune.store import Status, Store
+from tests.conftest import run_cnmtune
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -158,12 +159,10 @@ def test_a_generation_goes_on_from_an_imported_store_and_repeats_no_run(small_va
     db, spec, _ = small_va
     exports = [tmp_path / "compiles.parquet", tmp_path / "runs.parquet"]
     for table, path in zip(("compiles", "runs"), exports):
-        result = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "export", str(db), str(path),
-                                 "--table", table], capture_output=True, text=True, timeout=120)
+        result = run_cnmtune("dataset", "export", str(db), str(path), "--table", table)
         assert result.returncode == 0, result.stderr
     moved = tmp_path / "moved.sqlite"
-    result = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "import", *map(str, exports),
-                             "--db", str(moved), "--json"], capture_output=True, text=True, timeout=120)
+    result = run_cnmtune("dataset", "import", *map(str, exports), "--db", str(moved), "--json")
     assert result.returncode == 0, result.stderr
     with Store(db) as store:
         compiles, runs = store.compiles(), store.runs()
@@ -208,15 +207,12 @@ def test_broken_kernel_records_compile_errors(tmp_path):
 
 def test_cli_stats_and_export(small_va, tmp_path):
     db, _, _ = small_va
-    env = {**os.environ, "COLUMNS": "200"}
-    stats = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "stats", str(db)],
-                           capture_output=True, text=True, env=env, timeout=120)
+    stats = run_cnmtune("dataset", "stats", str(db))
     assert stats.returncode == 0, stats.stderr
     for label in ("duplicate-binary ratio", "samples per second", "run outcomes", "va"):
         assert label in stats.stdout
     out = tmp_path / "va.parquet"
-    export = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "export", str(db), str(out)],
-                            capture_output=True, text=True, env=env, timeout=120)
+    export = run_cnmtune("dataset", "export", str(db), str(out))
     assert export.returncode == 0, export.stderr
     import pyarrow.parquet
 
@@ -224,17 +220,14 @@ def test_cli_stats_and_export(small_va, tmp_path):
     assert table.num_rows == 18 and "speedup" in table.column_names
     assert table.schema.metadata[b"cnmtune.feature_schema_hash"] == model_schema().hash.encode()
     assert sum(name.startswith("f.") for name in table.column_names) == len(model_schema())
-    missing = subprocess.run([sys.executable, "-m", "cnmtune", "dataset", "stats", str(tmp_path / "no.sqlite")],
-                             capture_output=True, text=True, env=env, timeout=120)
+    missing = run_cnmtune("dataset", "stats", str(tmp_path / "no.sqlite"))
     assert missing.returncode == 1 and "no store at" in missing.stderr
 
 
 def test_cli_generate_prints_a_report_with_skipped_rules(tmp_path):
     db = tmp_path / "cli.sqlite"
-    result = subprocess.run(
-        [sys.executable, "-m", "cnmtune", "dataset", "generate", "--kernels", "va", "--pipelines", "2",
-         "--dpus", "1,2,4", "--tasklets", "1,2", "--sizes", "small", "--db", str(db), "--workers", "1"],
-        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
+    result = run_cnmtune("dataset", "generate", "--kernels", "va", "--pipelines", "2", "--dpus", "1,2,4",
+                         "--tasklets", "1,2", "--sizes", "small", "--db", str(db), "--workers", "1")
     assert result.returncode == 0, result.stderr
     assert "3 x tasklets N < DPUs N (L2P keeps T >= D)" in result.stdout
     assert "simulations (new / planned)" in result.stdout and "ok: 4" in result.stdout

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from itertools import pairwise
 
 import numpy as np
 import pytest
+
 from rich.console import Console
 
 from cnmtune.errors import DeviceError, UsageError
@@ -29,6 +27,7 @@ from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sampled import SampledSimDevice
 from cnmtune.runtime.sim.device import SimDevice
 from cnmtune.runtime.toolchain import Variant
+from tests.conftest import run_cnmtune as _cnmtune
 
 KERNELS = ("va", "red", "gemv", "bs")
 
@@ -220,12 +219,6 @@ def test_header_names_and_sizes():
     assert size_grid(4096, 10_000, 4) == [4096, 10_000]
     with pytest.raises(UsageError, match="bad size range"):  # a command line that cannot run: exit 2
         size_grid(100, 10, 4)
-
-
-def _cnmtune(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True, env=env,
-                          check=False, timeout=600)
 
 
 def test_cli_json_and_header(tmp_path):

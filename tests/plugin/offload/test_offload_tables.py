@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
+
+from tests.conftest import CliResult, run_cnmtune
 
 
-def cnmtune(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "80"}, timeout=300)
+def cnmtune(*args: str) -> CliResult:
+    return run_cnmtune(*args, columns=80)
 
 
 def test_offload_tables_fit_80_columns(tmp_path):

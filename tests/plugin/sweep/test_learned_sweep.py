@@ -13,11 +13,11 @@ import pytest
 
 from cnmtune.plugin.sweep.design import parse_param
 from cnmtune.errors import SweepError
+from tests.conftest import CliResult, run_cnmtune
 
 
-def cnmtune(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "COLUMNS": "200", "CNMTUNE_CACHE_DIR": str(cache)})
+def cnmtune(*args: str, cache: Path) -> CliResult:
+    return run_cnmtune(*args, env={"CNMTUNE_CACHE_DIR": str(cache)})
 
 
 @pytest.fixture(scope="module")

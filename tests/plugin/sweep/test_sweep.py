@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -24,6 +21,7 @@ from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import TransferTimes, transfer_times
 from cnmtune.runtime.toolchain import Variant
+from tests.conftest import CliResult, run_cnmtune
 
 KERNELS = ("va", "red", "gemv", "bs")
 # no point equals the calibrated config (its dma_beta is PrIM's 0.5): every one is re-timed
@@ -190,10 +188,8 @@ def test_parameters_and_cost_expressions_are_checked():
         CostExpression("frequency_mhz ** 1000")(point)
 
 
-def _cnmtune(*args: str, columns: str = "200") -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": columns}
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True, env=env,
-                          check=False, timeout=300)
+def _cnmtune(*args: str, columns: str = "200") -> CliResult:
+    return run_cnmtune(*args, columns=int(columns))
 
 
 def test_cli_sweeps_several_kernels_with_json_and_plot(store, trace_sets, tmp_path):

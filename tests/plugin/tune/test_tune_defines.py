@@ -5,9 +5,6 @@ checks and every run. Real compiles and simulations at tiny sizes, with the ship
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -20,11 +17,7 @@ from cnmtune.runtime.executor import InlineExecutor
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.toolchain import Variant
 from cnmtune.store import Store
-
-
-def cnmtune(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=300)
+from tests.conftest import run_cnmtune as cnmtune
 
 
 def test_a_define_reaches_every_compile_the_default_build_and_the_store(toolchain, tmp_path):

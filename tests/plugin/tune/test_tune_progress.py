@@ -1,6 +1,7 @@
 """`cnmtune tune` as a user sees it while it works: a line per stage of the search on a pipe
 (fine-tuning included), nothing but warnings under -q, a one-line warning when the model's
-checkpoint cannot be read, and Ctrl-C ending in one line and exit code 130."""
+checkpoint cannot be read (these through the command line's entry point, in the test's process), and
+Ctrl-C ending in one line and exit code 130 (a process of its own, signalled)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,12 @@ import subprocess
 import sys
 import time
 
+from tests.conftest import run_cnmtune as cnmtune
+
 TUNE = ("tune", "va", "--size", "small", "--pipelines", "2", "--no-knobs", "--no-tune-defines", "--dpus", "2",
         "--tasklets", "2,4", "--top-k", "2", "--rounds", "2", "-j", "1", "--no-save")
 STAGE_LINE = re.compile(r"^((?:tasklets|default build|round \d+): )?(compile|score|run|fine-tune): "
                         r"(\d+)(?: / (\d+) \(\d+ %\))?, ")
-
-
-def cnmtune(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True, timeout=600)
 
 
 def test_on_a_pipe_every_stage_prints_a_line_fine_tuning_included(adaptable_model):

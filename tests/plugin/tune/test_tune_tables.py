@@ -4,20 +4,18 @@ id with a legend of their full text, notes silenced by -q, each default stated o
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
+
+from tests.conftest import CliResult, run_cnmtune
 
 TUNE = ("tune", "va", "--size", "small", "--pipelines", "12", "--dpus", "2", "--tasklets", "2,4", "--top-k", "4",
         "-j", "1", "--exhaustive")
 
 
-def cnmtune(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cnmtune", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "80"}, timeout=300)
+def cnmtune(*args: str) -> CliResult:
+    return run_cnmtune(*args, columns=80)
 
 
 def legend(output: str) -> dict[str, str]:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -21,6 +18,7 @@ from cnmtune.plugin.tune.search import Search
 from cnmtune.runtime.executor import InlineExecutor
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.store import Store
+from tests.conftest import run_cnmtune
 
 # one DPU count (the kernel objective), tasklets >= DPUs and no knobs, as in the test model's
 # training set; the pipeline stage alone: the define search and the knobs have their own tests
@@ -183,10 +181,8 @@ def test_a_baseline_name_with_a_bad_seed_is_one_clear_error():
 
 
 def test_cli_tune_json(model):
-    result = subprocess.run(
-        [sys.executable, "-m", "cnmtune", "tune", "va", "--size", "small", "--pipelines", "6", "--dpus", "2",
-         "--tasklets", "2,4", "--top-k", "2", "--model", str(model), "--json", "--workers", "1"],
-        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
+    result = run_cnmtune("tune", "va", "--size", "small", "--pipelines", "6", "--dpus", "2", "--tasklets", "2,4",
+                         "--top-k", "2", "--model", str(model), "--json", "--workers", "1")
     assert result.returncode == 0, result.stderr
     assert "NaN" not in result.stdout  # JSON has no NaN: an unknown number is null
     report = json.loads(result.stdout)
@@ -200,15 +196,11 @@ def test_cli_tune_json(model):
 
 
 def test_tuning_on_upmem_without_an_sdk_says_what_is_missing(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "CNMTUNE_UPMEM_SDK"}
-    result = subprocess.run(
-        [sys.executable, "-m", "cnmtune", "tune", "va", "--size", "small", "--device", "upmem-hw",
-         "--sdk-dir", str(tmp_path / "no-sdk")],
-        capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=120)
+    result = run_cnmtune("tune", "va", "--size", "small", "--device", "upmem-hw", "--sdk-dir", str(tmp_path / "no-sdk"),
+                         unset=["CNMTUNE_UPMEM_SDK"])
     assert result.returncode == 1
     assert "dpu-upmem-dpurte-clang" in result.stderr and "Traceback" not in result.stderr
-    bad = subprocess.run([sys.executable, "-m", "cnmtune", "tune", "va", "--device", "gpu"],
-                         capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=120)
+    bad = run_cnmtune("tune", "va", "--device", "gpu", unset=["CNMTUNE_UPMEM_SDK"])
     assert bad.returncode == 2 and "unknown device 'gpu'" in bad.stderr
 
 
@@ -253,10 +245,8 @@ class Tiny(Workload):
 
 
 def _tune_cli(kernel_dir, model, *extra):
-    return subprocess.run(
-        [sys.executable, "-m", "cnmtune", "tune", str(kernel_dir), "--size", "small", "--pipelines", "2",
-         "--dpus", "1", "--tasklets", "2", "--top-k", "1", "--model", str(model), "--workers", "1", "--no-save",
-         *extra], capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
+    return run_cnmtune("tune", str(kernel_dir), "--size", "small", "--pipelines", "2", "--dpus", "1", "--tasklets",
+                       "2", "--top-k", "1", "--model", str(model), "--workers", "1", "--no-save", *extra)
 
 
 @pytest.fixture
@@ -294,8 +284,7 @@ def test_tune_where_no_candidate_verifies_fails_with_the_first_failure(tiny_kern
 @pytest.mark.parametrize("option, value", [("--pipelines", "0"), ("--pipelines", "-5"), ("--top-k", "0"),
                                            ("-j", "0")])
 def test_tune_refuses_counts_below_one(option, value):
-    result = subprocess.run([sys.executable, "-m", "cnmtune", "tune", "va", option, value], capture_output=True,
-                            text=True, env={**os.environ, "COLUMNS": "200"}, timeout=60)
+    result = run_cnmtune("tune", "va", option, value)
     name = {"-j": "--workers"}.get(option, option)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1 and lines[0].endswith(f"{name} must be >= 1, got {value}")
