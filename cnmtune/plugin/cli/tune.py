@@ -258,8 +258,8 @@ def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
     elif ft:
         summary.add_row("model adapted", f"{ft['rounds']} times; last on {ft['samples']} runs: MAPE on them "
                                          f"{ft['mape_before']:.1f} % -> {ft['mape_after']:.1f} %"
-                        + (f"; {ft['shortened']} shortened, after rounds whose runs took less than a "
-                           "full one" if ft.get("shortened") else ""))
+                        + (f"; {ft['shortened']} from the last fine-tuned network, for the new runs' share "
+                           "of the epochs" if ft.get("shortened") else ""))
     summary.add_row("time spent (s)", ", ".join(f"{k} {v:.2f}" for k, v in report.seconds.items()))
     summary.add_row("runs", f"{report.executed} executed, {report.reused} reused from the store")
     confirmed = [c for c in report.runs if c.screened_s is not None and c.measured_s]

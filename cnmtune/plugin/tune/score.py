@@ -23,11 +23,12 @@ from cnmtune.plugin.tune.report import Candidate
 # gemv small, 4 DPUs, 5 rounds of 6 runs: 1.36x with 100 epochs, 1.37x with 300, 1.36x with 1000 (6, 12 and
 # 42 s of fine-tuning); one torch thread: the tune's worker processes have the other cores
 ADAPT_EPOCHS = 100
-# The fewest epochs of a shortened fine-tuning (where a round's runs cost less than a full one, the tuner goes on
-# from the last fine-tuned network instead): make demo's va, 10 epochs 0.17-0.23 s against 1.2 s for 100. Its
-# learning rate is cut by the same share: Adam's first steps are about the rate in size whatever the gradient,
-# so a fit the last fine-tuning annealed would be undone (make demo at the full rate: MAPE on the runs it learnt
-# from 5.3 -> 6.4 % on va, 4.3 -> 6.4 % on gemv; at the cut rate 2.6 -> 2.3 % and 1.8 -> 1.7 %).
+# The fewest epochs of a fine-tuning that goes on from the last fine-tuned network (every one after a tune's
+# first, for the share of ADAPT_EPOCHS that the new runs are of all: Search.adapt): make demo's va, 10 epochs
+# 0.17-0.23 s against 1.2 s for 100. Its learning rate is cut by the same share: Adam's first steps are about the
+# rate in size whatever the gradient, so a fit the last fine-tuning annealed would be undone (make demo at the
+# full rate: MAPE on the runs it learnt from 5.3 -> 6.4 % on va, 4.3 -> 6.4 % on gemv; at the cut rate 2.6 ->
+# 2.3 % and 1.8 -> 1.7 %).
 SHORT_EPOCHS = 10
 
 

@@ -133,9 +133,7 @@ class Search:
         self.adapts = spec.adapt and self.model.kind not in BASELINES
         self.not_adapted = "" if self.adapts else "adaptation off"
         self.last_adaptation: dict = {}
-        self.full_adaptation_s = 0.0  # what the last fine-tuning from the checkpoint took
-        self.round_runs_s = 0.0  # what the last round's runs took
-        self.shortened_rounds = 0  # fine-tunings shortened: the round's runs before took less than a full one
+        self.shortened_rounds = 0  # fine-tunings that went on from the last fine-tuned network
         # the first use comes after the compiles: torch loads meanwhile, and for fine-tuning torch._dynamo,
         # which torch.optim imports on an optimizer's first call (2.3 s of a 3.6 s first fine-tuning of va)
         if self.adapts:
@@ -294,18 +292,18 @@ class Search:
     def adapt(self) -> dict | None:
         """Fine-tune the model on every run of the tune with a time (verified or screened) and score
         the population again; None when it cannot (fewer than 2 runs, adaptation off, no checkpoint:
-        `not_adapted` says; so does a machine without torch, the 'train' extra). A fine-tuning starts
-        from the training checkpoint (ADAPT_EPOCHS), but where the last round's runs took less time
-        than such a fine-tuning it is shortened (`shortened_rounds` counts these): it goes on from
-        the last fine-tuned network for the share of ADAPT_EPOCHS that the runs took of a full
-        fine-tuning's time, at least SHORT_EPOCHS, so that cheap runs are not outweighed by making
-        their picks better."""
+        `not_adapted` says; so does a machine without torch, the 'train' extra). The first fine-tuning
+        starts from the training checkpoint (ADAPT_EPOCHS); each later one goes on from the last
+        fine-tuned network (`shortened_rounds` counts these) for the share of ADAPT_EPOCHS that the
+        runs new since it are of all the runs, at least SHORT_EPOCHS: what it learns is what the new
+        runs add. The epochs follow from the runs alone, never from a clock, so the same tune makes
+        the same choices on any machine and under any load."""
         verified = [c for c in self.run if c.measured_s is not None]
         if self.not_adapted or len(verified) < 2:
             return None
-        full = not self.last_adaptation or self.round_runs_s >= self.full_adaptation_s
-        epochs = ADAPT_EPOCHS if full else \
-            max(SHORT_EPOCHS, int(ADAPT_EPOCHS * self.round_runs_s / self.full_adaptation_s))
+        full = not self.last_adaptation
+        new = len(verified) - self.last_adaptation.get("samples", 0)
+        epochs = ADAPT_EPOCHS if full else max(SHORT_EPOCHS, ADAPT_EPOCHS * new // len(verified))
         start = time.perf_counter()
         self.step_progress("fine-tune", 0, None)
         try:
@@ -316,12 +314,9 @@ class Search:
             return None
         for c, p in zip(self.pool, self.model.predict(np.stack(self.rows)).runtime_s):
             c.predicted_s = float(p)
-        seconds = time.perf_counter() - start
-        if full:
-            self.full_adaptation_s = seconds
-        else:
+        if not full:
             self.shortened_rounds += 1
-        self.add_seconds("fine-tuning", seconds)
+        self.add_seconds("fine-tuning", time.perf_counter() - start)
         self.step_progress("fine-tune", len(verified), len(verified))
         self.last_adaptation = learnt
         return learnt

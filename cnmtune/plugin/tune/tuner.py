@@ -29,8 +29,9 @@ the binary's features. The search:
   another (the same model input row and defines: cnmtune.plugin.tune.select);
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
-  again; where the last round's runs took less time than such a fine-tuning, it is shortened in
-  proportion and goes on from the last fine-tuned network instead (Search.adapt); a model without
+  again; each fine-tuning after the first goes on from the last fine-tuned network instead, for the
+  share of the epochs that the new runs are of all (Search.adapt: from the runs, never a clock, so
+  a tune makes the same choices on any machine and under any load); a model without
   its checkpoint is used as it is, and the report says so; the baselines (``model`` 'analytical'
   or 'random[:SEED]', cnmtune.plugin.tune.score) learn nothing.
 The rounds stop at ``rounds``, after three rounds that did not improve the best run by 0.5 %, when
@@ -130,9 +131,7 @@ def _evolve(search: Search) -> None:
         explored, exploited = batch(search, offspring(search))
         if not explored + exploited:
             return
-        spent = search.seconds.get("execution", 0.0)
         ran = search.measure(explored + exploited)
-        search.round_runs_s = search.seconds.get("execution", 0.0) - spent
         if number == 1 and any(c is search.default for c in search.run):
             ran.insert(0, search.default)
         search.stage(f"round {number}", len(search.pool) - built, ran, explored=len(explored),

@@ -4,6 +4,8 @@ limit. Real compiles and simulations at small sizes, with the shipped model."""
 
 from __future__ import annotations
 
+import itertools
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -36,12 +38,12 @@ def test_rounds_run_the_models_picks_and_the_best_runs_neighbours(searched, tool
     first = report.runs[1:1 + report.stages[0]["runs"]]
     assert any(c.defines and c.pipeline == "O2" and c.tasklets == 16 for c in first)
     # rounds after the first score with the model fine-tuned on every verified run before them (the
-    # fine-tunings after the first shortened where the round of runs before took less time)
+    # fine-tunings after the first go on from the last fine-tuned network)
     verified = [c for c in report.runs if c.measured_s is not None]
     adapted = [s["adapted_on"] for s in report.stages[1:]]
     assert None not in adapted and adapted == sorted(adapted) and 2 <= adapted[0] and adapted[-1] <= len(verified)
     assert report.finetune["rounds"] == len(adapted) and report.finetune["samples"] == adapted[-1]
-    assert 0 <= report.finetune["shortened"] < len(adapted)
+    assert report.finetune["shortened"] == len(adapted) - 1
     # va does not refuse what WRAM cannot hold (mem_alloc faults, as on a DPU): 16 tasklets x two
     # 2 KiB blocks; a run that faults is recorded and the search goes on
     for c in report.runs:
@@ -53,6 +55,18 @@ def test_rounds_run_the_models_picks_and_the_best_runs_neighbours(searched, tool
     binary = toolchain.compile(Variant.of(va, report.chosen.pipeline, report.chosen.tasklets, {"BL": bl}))
     assert binary.elf_hash == report.chosen.elf_hash
     assert run_binary(binary, 4, report.size).kernel_s == pytest.approx(report.chosen.measured_s, rel=1e-12)
+
+
+def test_the_same_tune_makes_the_same_choices_however_long_its_steps_take(searched, monkeypatch):
+    # the fine-tunings' epochs follow from the runs, never from a clock: on a clock where every step takes
+    # ten minutes (runs as long as fine-tunings, where here runs take less), the search does the same
+    ticks = itertools.count(step=600.0)
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks))
+    again = tune(TuneSpec("va", dpus=(4,), **VA), InlineExecutor())
+    assert [(c.elf_hash, c.defines, c.tasklets) for c in again.runs] == \
+           [(c.elf_hash, c.defines, c.tasklets) for c in searched.runs]
+    assert again.finetune["epochs"] == searched.finetune["epochs"] and again.chosen.elf_hash == searched.chosen.elf_hash
+    assert again.seconds["fine-tuning"] % 600 == 0  # the clock was the fake one
 
 
 def test_the_choice_is_never_slower_than_the_default_and_says_where_its_gain_comes_from(searched):

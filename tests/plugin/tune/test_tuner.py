@@ -13,7 +13,7 @@ from cnmtune.costmodel.learn.checkpoint import save_checkpoint
 from cnmtune.costmodel.learn.samples import input_columns
 from cnmtune.errors import ModelError
 from cnmtune.plugin.tune import TuneSpec, tune
-from cnmtune.plugin.tune.score import SHORT_EPOCHS
+from cnmtune.plugin.tune.score import ADAPT_EPOCHS, SHORT_EPOCHS
 from cnmtune.plugin.tune.search import Search
 from cnmtune.runtime.executor import InlineExecutor
 from cnmtune.runtime.sim.config import DpuConfig
@@ -111,11 +111,12 @@ def test_every_round_after_the_first_scores_with_the_model_fine_tuned_on_the_run
     ft = adapted.finetune
     rounds = adapted.stages[1:]
     # fine-tuned after each round on every run so far: the first time from the checkpoint, later from the
-    # last fine-tuned network for SHORT_EPOCHS where the round of runs before took less time than a full
-    # fine-tuning (these runs come from the store: all did)
+    # last fine-tuned network for the share of the epochs that the runs new since are of all the runs
     done = [n for n, s in enumerate(adapted.stages) if s["adapted_on"] is not None]
     assert done == list(range(1, len(adapted.stages))) and ft["rounds"] == len(rounds)
-    assert ft["shortened"] == len(rounds) - 1 and ft["epochs"] == SHORT_EPOCHS
+    samples = [adapted.stages[n]["adapted_on"] for n in done]
+    assert ft["shortened"] == len(rounds) - 1
+    assert ft["epochs"] == max(SHORT_EPOCHS, ADAPT_EPOCHS * (samples[-1] - samples[-2]) // samples[-1])
     assert [adapted.stages[n]["adapted_on"] for n in done] == [sum(s["runs"] for s in adapted.stages[:n])
                                                                for n in done]
     assert ft["checkpoint"] == str(model.with_suffix(".pt"))
