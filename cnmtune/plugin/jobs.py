@@ -15,13 +15,15 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from cnmtune.costmodel import model_features, model_schema
 from cnmtune.errors import (CnmtuneError, CompileError, IramOverflow, SimFault, SimTimeout,
                             VerificationError, WramOverflow)
 from cnmtune.runtime.kernel import Kernel
 from cnmtune.runtime.target import SimTarget, make_target
-from cnmtune.runtime.toolchain import ProxyToolchain, Variant
+from cnmtune.runtime.toolchain import BuildCache, ProxyToolchain, Variant
+from cnmtune.runtime.toolchain.cache import default_cache_dir
 from cnmtune.runtime.workload import DefineValue
 from cnmtune.store import CompileRecord, RunRecord, Status, Store, defines_key
 
@@ -62,9 +64,16 @@ class CompileResult:
     feature_seconds: float = 0.0
 
 
-@lru_cache(maxsize=None)
 def _toolchain() -> ProxyToolchain:
-    return ProxyToolchain()
+    """The proxy toolchain of the build cache the environment names now ($CNMTUNE_CACHE_DIR, ...):
+    a process that changes it, a test or a program calling the API, builds where it now points."""
+    return _toolchain_in(default_cache_dir())
+
+
+@lru_cache(maxsize=None)
+def _toolchain_in(root: Path) -> ProxyToolchain:
+    """One proxy toolchain per build cache and process (its runtime objects looked up once)."""
+    return ProxyToolchain(BuildCache(root))
 
 
 @lru_cache(maxsize=4096)
