@@ -14,14 +14,9 @@ from cnmtune.errors import OffloadError
 from cnmtune.plugin.cli.new import create_kernel
 from cnmtune.plugin.offload.decide import OffloadSpec, decide
 from cnmtune.runtime.kernel import Kernel
-from tests.conftest import CliResult, one_line_error, run_cnmtune
+from tests.conftest import one_line_error, run_cnmtune as cnmtune
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "own_kernel.md"
-
-
-def cnmtune(*args: str, cwd: Path) -> CliResult:
-    """`cnmtune ARGS...` run from `cwd`."""
-    return run_cnmtune(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.sim.config import DpuConfig
 from cnmtune.runtime.sim.device import TransferTimes, transfer_times
 from cnmtune.runtime.toolchain import Variant
-from tests.conftest import CliResult, run_cnmtune
+from tests.conftest import run_cnmtune as _cnmtune
 
 KERNELS = ("va", "red", "gemv", "bs")
 # no point equals the calibrated config (its dma_beta is PrIM's 0.5): every one is re-timed
@@ -188,10 +188,6 @@ def test_parameters_and_cost_expressions_are_checked():
         CostExpression("frequency_mhz ** 1000")(point)
 
 
-def _cnmtune(*args: str, columns: str = "200") -> CliResult:
-    return run_cnmtune(*args, columns=int(columns))
-
-
 def test_cli_sweeps_several_kernels_with_json_and_plot(store, trace_sets, tmp_path):
     plot = tmp_path / "pareto.png"
     result = _cnmtune("sweep", "va,red", "--size", "small", "--dpus", "2", "--traces", str(store),
@@ -223,7 +219,7 @@ def test_cli_errors_and_help():
 
 def test_cli_tables_fit_80_columns(store, trace_sets):
     result = _cnmtune("sweep", "va", "--size", "small", "--dpus", "2", "--traces", str(store),
-                      "--param", "frequency_mhz=267,400", "--param", "revolver=8,11", columns="80")
+                      "--param", "frequency_mhz=267,400", "--param", "revolver=8,11", columns=80)
     assert result.returncode == 0, result.stderr
     assert "…" not in result.stdout
     assert max(len(line) for line in result.stdout.splitlines()) <= 80
