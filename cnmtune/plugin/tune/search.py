@@ -133,7 +133,6 @@ class Search:
         self.adapts = spec.adapt and self.model.kind not in BASELINES
         self.not_adapted = "" if self.adapts else "adaptation off"
         self.last_adaptation: dict = {}
-        self.shortened_rounds = 0  # fine-tunings that went on from the last fine-tuned network
         # the first use comes after the compiles: torch loads meanwhile, and for fine-tuning torch._dynamo,
         # which torch.optim imports on an optimizer's first call (2.3 s of a 3.6 s first fine-tuning of va)
         if self.adapts:
@@ -294,9 +293,9 @@ class Search:
         the population again; None when it cannot (fewer than 2 runs, adaptation off, no checkpoint:
         `not_adapted` says; so does a machine without torch, the 'train' extra). The first fine-tuning
         starts from the training checkpoint (ADAPT_EPOCHS); each later one goes on from the last
-        fine-tuned network (`shortened_rounds` counts these) for the share of ADAPT_EPOCHS that the
-        runs new since it are of all the runs, at least SHORT_EPOCHS: what it learns is what the new
-        runs add. The epochs follow from the runs alone, never from a clock, so the same tune makes
+        fine-tuned network (the report's "shortened" counts these) for the share of ADAPT_EPOCHS
+        that the runs new since it are of all the runs, at least SHORT_EPOCHS: what it learns is
+        what the new runs add. The epochs follow from the runs alone, never from a clock, so the same tune makes
         the same choices on any machine and under any load."""
         verified = [c for c in self.run if c.measured_s is not None]
         if self.not_adapted or len(verified) < 2:
@@ -314,8 +313,6 @@ class Search:
             return None
         for c, p in zip(self.pool, self.model.predict(np.stack(self.rows)).runtime_s):
             c.predicted_s = float(p)
-        if not full:
-            self.shortened_rounds += 1
         self.add_seconds("fine-tuning", time.perf_counter() - start)
         self.step_progress("fine-tune", len(verified), len(verified))
         self.last_adaptation = learnt

@@ -164,13 +164,15 @@ def _confirm(search: Search) -> None:
 
 
 def _adaptation(search: Search) -> dict | None:
-    """What fine-tuning did over the rounds, for the report: the last adaptation, or why none ran."""
+    """What fine-tuning did over the rounds, for the report: the last adaptation, or why none ran;
+    "shortened" counts the fine-tunings that went on from the last fine-tuned network, every one
+    after the first (Search.adapt)."""
     rounds = [s for s in search.stages if s.get("adapted_on")]
     if search.not_adapted and search.adapts:
         return {"skipped": search.not_adapted}
     if not rounds:
         return None
-    return {**search.last_adaptation, "rounds": len(rounds), "shortened": search.shortened_rounds}
+    return {**search.last_adaptation, "rounds": len(rounds), "shortened": len(rounds) - 1}
 
 
 def _default(search: Search) -> Candidate | None:

@@ -117,8 +117,7 @@ def test_every_round_after_the_first_scores_with_the_model_fine_tuned_on_the_run
     samples = [adapted.stages[n]["adapted_on"] for n in done]
     assert ft["shortened"] == len(rounds) - 1
     assert ft["epochs"] == max(SHORT_EPOCHS, ADAPT_EPOCHS * (samples[-1] - samples[-2]) // samples[-1])
-    assert [adapted.stages[n]["adapted_on"] for n in done] == [sum(s["runs"] for s in adapted.stages[:n])
-                                                               for n in done]
+    assert samples == [sum(s["runs"] for s in adapted.stages[:n]) for n in done]
     assert ft["checkpoint"] == str(model.with_suffix(".pt"))
     assert ft["samples"] == adapted.stages[done[-1]]["adapted_on"] and ft["mape_after"] < ft["mape_before"]
     assert "fine-tuning" in adapted.seconds and adapted.executed == 0
