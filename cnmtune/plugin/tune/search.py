@@ -295,8 +295,8 @@ class Search:
         starts from the training checkpoint (ADAPT_EPOCHS); each later one goes on from the last
         fine-tuned network (the report's "shortened" counts these) for the share of ADAPT_EPOCHS
         that the runs new since it are of all the runs, at least SHORT_EPOCHS: what it learns is
-        what the new runs add. The epochs follow from the runs alone, never from a clock, so the same tune makes
-        the same choices on any machine and under any load."""
+        what the new runs add. The epochs follow from the runs alone, never from a clock, so the
+        same tune makes the same choices on any machine and under any load."""
         verified = [c for c in self.run if c.measured_s is not None]
         if self.not_adapted or len(verified) < 2:
             return None
