@@ -9,6 +9,8 @@ zero, one, lneg, mneg, id, id2, id4, id8 (24-31), which only ``ra`` can name.
 - **self_add**: ``add r, r, c`` and ``sub r, r, c`` (-c) on one register (``rri``, ``rrif``,
   ``ssi``, ``rrici``). ``addc``/``subc`` also add the carry, a pair is two registers: neither is
   a self-add.
+- **self_shift**: ``lsl r, r, s`` (+s), ``lsr``/``asr r, r, s`` (-s) by an immediate on one
+  register.
 - **add_imm**: ``add``/``sub`` of an immediate into another register (``rri``), and ``move``
   of a register: (source, constant).
 - **constant**: ``move`` of an immediate or of ``zero``/``one``; ``add``/``or``/``xor`` of
@@ -42,10 +44,14 @@ Immediates are sign-extended from the width of their field, as the UPMEM objdump
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from cnmtune.costmodel.analysis.cfg import FunctionCfg
 from cnmtune.costmodel.analysis.dpu_isa import DpuForm, encoding_table
-from cnmtune.costmodel.analysis.dpu_program import BRANCH, PLAIN, DpuProgram
+from cnmtune.costmodel.analysis.dpu_program import BRANCH, CALL, ICALL, DpuProgram
 from cnmtune.costmodel.analysis.stack_slots import add_stack_slots
 from cnmtune.costmodel.analysis.trips import LoopFacts
 
@@ -55,6 +61,7 @@ _READ_AS = {_ZERO: 0, _ONE: 1}  # constant registers a compare or move reads as 
 _MEMORY = re.compile(r"(?:l(?:b[su]|h[su]|w|d)|s[bhwd](?:_id)?)(?:\.[su])?")
 _WIDTH = {"b": 1, "h": 2, "w": 4, "d": 8}
 _CONSTANT_OPS = frozenset(("add", "or", "xor"))
+_SHIFTS = {"lsl": 1, "lsr": -1, "asr": -1}  # the direction of a self-shift's bits
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,7 @@ class _Facts:
 
     writes: tuple[int, ...] = ()
     self_add: int = 0
+    self_shift: int = 0
     constant: int | None = None
     add_imm: tuple[int, int] | None = None
     mem_base: int = -1
@@ -75,18 +83,20 @@ class _Facts:
 _NEUTRAL = _Facts()
 
 
-def dpu_loop_facts(program: DpuProgram) -> LoopFacts:
-    """The loop facts of every instruction of ``program`` (decoded with the shipped table);
-    padding and undecodable words have none."""
+def dpu_loop_facts(program: DpuProgram, cfgs: Sequence[FunctionCfg]) -> LoopFacts:
+    """The loop facts of every instruction of ``program`` (decoded with the shipped table), whose
+    functions have ``cfgs``; padding and undecodable words have none."""
     table = encoding_table()
     facts = [_NEUTRAL if pad or k < 0 else _facts(table.forms[k], word, flow == BRANCH)
              for k, word, flow, pad in zip(program.forms.tolist(), program.words.tolist(),
                                            program.flow.tolist(), program.padding.tolist())]
     loop_facts = LoopFacts(writes=[f.writes for f in facts], self_add=[f.self_add for f in facts],
+                           self_shift=[f.self_shift for f in facts],
                            constant=[f.constant for f in facts], add_imm=[f.add_imm for f in facts],
                            mem_base=[f.mem_base for f in facts], mem_width=[f.mem_width for f in facts],
                            mem_offset=[f.mem_offset for f in facts], compare=[f.compare for f in facts])
-    add_stack_slots(loop_facts, _FRAME, [f.stored for f in facts], (program.flow != PLAIN).tolist(), _READ_AS)
+    add_stack_slots(loop_facts, _FRAME, [f.stored for f in facts], np.isin(program.flow, (CALL, ICALL)).tolist(),
+                    _READ_AS, program.functions, cfgs)
     return loop_facts
 
 
@@ -116,16 +126,18 @@ def _facts(form: DpuForm, word: int, branch: bool) -> _Facts:
     if len(writes) == 2:
         high = -1 if form.operation.endswith(".s") and value is not None and value < 0 else 0
         return _Facts(writes, constant=value if value == high else None)
-    step, add_imm = 0, None
+    step, shift, add_imm = 0, 0, None
     if ops[1:3] == ("ra", "imm") and operation in ("add", "sub") and ra < _ZERO:
         c = imm if operation == "add" else -imm
         if ra == writes[0]:
             step = c
         else:
             add_imm = (ra, c)
+    elif ops[1:3] == ("ra", "shift") and operation in _SHIFTS and ra == writes[0]:
+        shift = _SHIFTS[operation] * form.operand(word, "shift")
     elif form.mnemonic == "move" and ops[1:] == ("ra",) and ra < _ZERO:
         add_imm = (ra, 0)
-    return _Facts(writes, self_add=step, constant=value, add_imm=add_imm,
+    return _Facts(writes, self_add=step, self_shift=shift, constant=value, add_imm=add_imm,
                   compare=(writes[0], None, 0) if branch else None)
 
 

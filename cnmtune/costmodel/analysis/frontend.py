@@ -74,7 +74,7 @@ def rv32_frontend(image: ElfImage, ecall_header: Path | None = None) -> DecodedP
     DPU runtime's cnm_ecall.h)."""
     program = decode_rv32(image)
     depth, cfgs = loop_depths(program)
-    power, scale = program_factors(rv32_loop_facts(program), program.functions, cfgs)
+    power, scale = program_factors(rv32_loop_facts(program, cfgs), program.functions, cfgs)
     services = load_services(ecall_header)
     ecalls = dict(Counter(s.service for s in ecall_sites(program, cfgs, services)))
     sites = call_sites(program, cfgs)
@@ -96,7 +96,7 @@ def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
     program = decode_dpu(image, shorthands)
     cfgs = dpu_cfgs(program)
     depth = np.concatenate([c.instruction_depths(f.count) for c, f in zip(cfgs, program.functions)])
-    power, scale = program_factors(dpu_loop_facts(program), program.functions, cfgs)
+    power, scale = program_factors(dpu_loop_facts(program, cfgs), program.functions, cfgs)
     sites = dpu_call_sites(program)
     return DecodedProgram(image=image, toolchain="upmem",
                           schema_version=DPU_SCHEMA_VERSION if shorthands else DPU_OPS_SCHEMA_VERSION,
@@ -122,7 +122,7 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
     lowered = lowered_elf(image)
     program, depth, cfgs, rv32_sites, low = (lowered.program, lowered.depth, lowered.cfgs, lowered.sites,
                                              lowered.lowering)
-    power, scale = program_factors(rv32_loop_facts(program), program.functions, cfgs)
+    power, scale = program_factors(rv32_loop_facts(program, cfgs), program.functions, cfgs)
     counts = low.slots.astype(np.int64)
     start = np.concatenate(([0], np.cumsum(counts)))  # rv32i word -> its first DPU instruction
     mnemonics = low.program_instructions()

@@ -18,8 +18,8 @@ no RISC-V assembler), so every DPU service a kernel uses (``me``, ``mram_read``,
 
 Real UPMEM DPU ELFs (e_machine 245) have their own schema, ``dpu_schema()``: the same
 families over the DPU vocabulary. ``op``/``wop`` list every mnemonic the decoder can emit
-(cnmtune.costmodel.analysis.dpu_isa: as llvm-objdump writes them, version ``dpu-6``, or with the
-shorthands counted as the operation they encode, ``dpu-6-ops``); ``call``/``wcall`` the
+(cnmtune.costmodel.analysis.dpu_isa: as llvm-objdump writes them, version ``dpu-7``, or with the
+shorthands counted as the operation they encode, ``dpu-7-ops``); ``call``/``wcall`` the
 runtime routines plus the SDK's ``__div32``/``__udiv32``; the scalars of the proxy schema
 except ``text_instructions``, which equals ``iram_instructions`` on a real DPU (its soft
 arithmetic lives in IRAM). Regions come from function names (cnmtune.costmodel.analysis.dpu_program).
@@ -43,12 +43,18 @@ from cnmtune.costmodel.analysis.dpu_isa import encoding_table
 from cnmtune.costmodel.analysis.rv32_isa import RV32I_MNEMONICS
 from cnmtune.errors import SchemaMismatch
 
+#: proxy-6: a loop's trip count read from its exit test (a compare in a block with an edge out of
+#: the loop, not a branch inside its body) against a bound the loop may recompute from a register
+#: it does not write; inductions also a counter an unrolled loop steps once per copy of its body,
+#: and a register shifted by a constant (``d >>= 1``) (cnmtune.costmodel.analysis.trips); stack
+#: slots followed over each function's CFG, so a counter the loop's header loads and a latch laid
+#: out elsewhere stores is an induction (cnmtune.costmodel.analysis.stack_slots).
 #: proxy-5: trip counts also of loops whose counter lives in a stack slot (-O0; stack_slots).
 #: proxy-4: the weighted families weighted by trip counts (proxy-3: ``loop_weight ** depth``).
 #: proxy-3: no ecall families, runtime services as call columns, iram_instructions = kernel +
 #: runtime (the IRAM charge) and text_instructions = all of .text; proxy-2 plus the constant
 #: block sizes dma_bytes and alloc_bytes.
-SCHEMA_VERSION = "proxy-5"
+SCHEMA_VERSION = "proxy-6"
 DEFAULT_LOOP_WEIGHT = 10.0
 OTHER = "other"
 
@@ -155,17 +161,19 @@ def default_schema(loop_weight: float = DEFAULT_LOOP_WEIGHT) -> FeatureSchema:
     return FeatureSchema(tuple(names), SCHEMA_VERSION, loop_weight)
 
 
-#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-6 is
-#: dpu-4 with proxy ELFs lowered in the SDK's vocabulary (lowering-sdk-vocabulary-1: move,
-#: jz/jnz, the swapped compares, neg, lsr_add; mram_read, mram_write and me() inline as ldma,
-#: sdma and move, so a proxy ELF has no call columns for them, as an SDK ELF has none) and
+#: Real DPU ELFs: mnemonics as objdump writes them, or shorthands as their operation; dpu-7 is
+#: dpu-6 with proxy-6's trip counts (exit tests, several-step and shift inductions, stack slots
+#: over the CFG); dpu-6 is dpu-4 with proxy ELFs lowered in the SDK's vocabulary
+#: (lowering-sdk-vocabulary-1: move, jz/jnz, the swapped compares, neg, lsr_add; mram_read,
+#: mram_write and me() inline as ldma, sdma and move, so a proxy ELF has no call columns for
+#: them, as an SDK ELF has none) and
 #: without the functions nothing calls (the proxy links with function sections); dpu-5 named a
 #: trip-count rule that was tried and not adopted (data/MODEL.md), so its exports' hash is not
 #: reused. dpu-4 is dpu-3 with stack-slot inductions (cnmtune.costmodel.analysis.stack_slots);
 #: dpu-3 is dpu-2 with the weighted families weighted by trip counts; dpu-2 is dpu-1 plus the
 #: constant block sizes dma_bytes and alloc_bytes.
-DPU_SCHEMA_VERSION = "dpu-6"
-DPU_OPS_SCHEMA_VERSION = "dpu-6-ops"
+DPU_SCHEMA_VERSION = "dpu-7"
+DPU_OPS_SCHEMA_VERSION = "dpu-7-ops"
 #: The DPU call vocabulary: the runtime routines plus the SDK's 32-bit division entry points.
 DPU_RUNTIME_ROUTINES: tuple[str, ...] = (*RUNTIME_ROUTINES, "__div32", "__udiv32")
 DPU_SCALARS: tuple[str, ...] = tuple(s for s in SCALARS if s != "text_instructions")

@@ -186,7 +186,7 @@ def test_every_assembled_instruction_decodes_to_its_form():
 
 def test_synthetic_program_histograms_and_functions(elf):
     f = extract_features(elf)
-    assert (f.machine, f.toolchain, f.schema_version) == ("dpu", "upmem", "dpu-6")
+    assert (f.machine, f.toolchain, f.schema_version) == ("dpu", "upmem", "dpu-7")
     assert f.kernel_histogram == KERNEL
     assert f.runtime_histogram == RUNTIME and f.softlib_histogram == SOFTLIB
     assert f.histogram == KERNEL + RUNTIME + SOFTLIB
@@ -224,7 +224,7 @@ def test_decoded_control_flow(elf):
 
 def test_shorthands_counted_as_their_operation(elf):
     f = extract_features(elf, shorthands=False)
-    assert f.schema_version == "dpu-6-ops"
+    assert f.schema_version == "dpu-7-ops"
     assert not {"move", "jump", "jz", "jnz", "jltu"} & set(f.histogram)
     assert f.histogram["or"] == 3 and f.histogram["sub"] == 3 and f.histogram["call"] == 6
     assert len(f.vector(dpu_schema(shorthands=False))) == len(dpu_schema(shorthands=False))
@@ -233,16 +233,16 @@ def test_shorthands_counted_as_their_operation(elf):
 def test_dpu_schema(elf):
     schema = dpu_schema()
     f = extract_features(elf)
-    assert schema.version == "dpu-6" and schema.hash != default_schema().hash
+    assert schema.version == "dpu-7" and schema.hash != default_schema().hash
     assert schema.hash != dpu_schema(shorthands=False).hash
-    assert schema_for("dpu-6") == schema and schema_for("proxy-5") == default_schema()
+    assert schema_for("dpu-7") == schema and schema_for("proxy-6") == default_schema()
     assert {"op:move", "op:ldma", "op:other", "wop:acquire", "call:__div32",
             "iram_instructions", "nr_tasklets"} <= set(schema.names)
     assert "text_instructions" not in schema.names
     vector = dict(zip(schema.names, f.vector(schema).tolist()))
     assert vector["op:move"] == 2 and vector["wop:acquire"] == 160 and vector["op:other"] == 0
     assert vector["call:__mulsi3"] == 1 and vector["iram_kernel_instructions"] == 17
-    with pytest.raises(SchemaMismatch, match="dpu-6 features do not fit schema proxy-5"):
+    with pytest.raises(SchemaMismatch, match="dpu-7 features do not fit schema proxy-6"):
         f.vector(default_schema())
     with pytest.raises(SchemaMismatch):
         f.vector(dpu_schema(shorthands=False))
@@ -397,7 +397,7 @@ def test_cli_features_on_a_dpu_elf(elf, tmp_path):
     record = json.loads(result.stdout)
     assert record["machine"] == "dpu" and record["kernel_histogram"] == dict(KERNEL)
     schema = dpu_schema()
-    assert record["feature_schema"] == {"version": "dpu-6", "hash": schema.hash,
+    assert record["feature_schema"] == {"version": "dpu-7", "hash": schema.hash,
                                         "columns": len(schema)}
     bad = tmp_path / "bad.elf"
     bad.write_bytes(broken(jz=("JZri", {"ra": "r0", "pc": 999})))

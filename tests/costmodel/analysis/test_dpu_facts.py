@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cnmtune.costmodel.analysis.dpu_facts import dpu_loop_facts
-from cnmtune.costmodel.analysis.dpu_program import decode_dpu
+from cnmtune.costmodel.analysis.dpu_program import decode_dpu, dpu_cfgs
 from cnmtune.costmodel.analysis.elf import load_dpu_elf
 from cnmtune.costmodel.analysis.frontend import decode
 from cnmtune.costmodel.analysis.stack_slots import SLOT_BASE
@@ -109,7 +109,7 @@ def test_every_fact_of_hand_assembled_loops():
         "move", "move", "move", "lw", "add", "add", "jltu", "sb", "ld", "add", "jneq", "lhu", "add",
         "sub", "add", "sub", "move", "move", "move", "move.s", "move.u", "add.s", "lw.s", "sh_id",
         "ldma", "sub", "addc", "jeq", "jnz", "jump"]
-    loop_facts = dpu_loop_facts(program)
+    loop_facts = dpu_loop_facts(program, dpu_cfgs(program))
     facts = rows(loop_facts)
     assert facts[:2] == [((23,), 0, None, -1, 0, None), NONE]  # call r23, main; stop
     assert facts[a.index("main"):] == MAIN
@@ -123,7 +123,7 @@ def test_the_loops_weigh_their_trip_counts():
     weighs loop_weight."""
     a = loops()
     p = decode(a.elf())
-    counted, down, after = a.index("counted"), a.index("down"), a.index("next")
+    counted, after = a.index("counted"), a.index("next")
     assert p.loop_power[counted:after].tolist() == [0] * 4 + [1] * 4 + [0] * 3
     assert p.loop_scale[counted:after].tolist() == [16.0] * 4 + [1.0] * 4 + [10.0] * 2 + [1.0]
 
@@ -221,4 +221,22 @@ def test_every_fact_of_real_sdk_words():
                          [("__sys_atomic_bit_clear", 3), ("__sys_start_thread", 6), ("__sys_end", 10)])
     program = decode_dpu(load_dpu_elf(data))
     assert program.mnemonics == [text.split()[0] for text in [*BOOTSTRAP, *BODY]]
-    assert rows(dpu_loop_facts(program)) == [*BOOTSTRAP.values(), *BODY.values()]
+    assert rows(dpu_loop_facts(program, dpu_cfgs(program))) == [*BOOTSTRAP.values(), *BODY.values()]
+
+
+def test_a_register_shifted_by_a_constant_is_an_induction():
+    """``lsr r0, r0, 1`` until r0 is zero, from 256: nine trips (lsl +s, lsr -s in self_shift)."""
+    a = Asm.calling_main()
+    a.func("main")
+    a("MOVEri", rc="r0", imm=256)
+    a.label("halve")
+    a("LWrri", rc="r1", ra="r2", off=0)
+    a("LSRrri", rc="r0", ra="r0", shift=1)
+    a("LSLrri", rc="r3", ra="r3", shift=2)
+    a("JNZri", ra="r0", pc="halve")
+    a("JUMPr", ra="r23")
+    halve = a.index("halve")
+    program = decode_dpu(load_dpu_elf(a.elf()))
+    assert dpu_loop_facts(program, dpu_cfgs(program)).self_shift[halve:halve + 4] == [0, -1, 2, 0]
+    p = decode(a.elf())
+    assert p.loop_scale[halve - 1:halve + 5].tolist() == [1.0] + [9.0] * 4 + [1.0]

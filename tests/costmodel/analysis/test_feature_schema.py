@@ -47,7 +47,7 @@ def test_default_schema_layout(schema):
     # Kernels hold no ecall: services are runtime functions, counted in call:/wcall:.
     assert not [n for n in names if n.startswith(("ecall:", "wecall:"))]
     assert names[:vocabulary] == tuple(f"op:{m}" for m in (*RV32I_MNEMONICS, "other"))
-    assert schema.version == "proxy-5" and schema.loop_weight == 10.0
+    assert schema.version == "proxy-6" and schema.loop_weight == 10.0
     assert default_schema(loop_weight=4.0).loop_weight == 4.0
 
 

@@ -106,7 +106,7 @@ def test_memory_footprints_and_configuration(features):
 
 
 def test_identity_fields(o0, elf_o0):
-    assert (o0.machine, o0.toolchain, o0.schema_version) == ("riscv32", "proxy", "proxy-5")
+    assert (o0.machine, o0.toolchain, o0.schema_version) == ("riscv32", "proxy", "proxy-6")
     assert o0.name == str(elf_o0) and len(o0.elf_sha256) == 64
 
 

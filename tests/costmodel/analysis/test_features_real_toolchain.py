@@ -13,6 +13,7 @@ import pytest
 from cnmtune.costmodel import Features, default_schema, extract_features, model_features
 from cnmtune.costmodel.analysis.elf import load_elf
 from cnmtune.runtime.registry import find_kernel
+from cnmtune.runtime.target import SimTarget
 from cnmtune.runtime.toolchain import Binary, Variant
 
 # benchmarks/prim/va/dpu/task.c. At O0 the static helpers stay functions (main ->
@@ -157,3 +158,19 @@ def test_host_written_sizes_are_not_constants(toolchain):
     host = next(s for s in image.sections if s.name == ".dpu_host")
     assert image.constant_word(host.address) is None
     assert model_features(binary.elf_path).dma_bytes == 256
+
+
+def test_trip_weighted_counts_order_builds_as_the_simulator_does(toolchain):
+    """ts at BL=5 on 4 tasklets: O2 keeps the inner loop over the 32-element dot product, whose
+    body branches on its counter (`bne j, zero`) and recomputes its bound from a register it does
+    not write; O3 unrolls it whole. O2 executes about 1.5x O3's instructions, and the trip-weighted
+    kernel counts say so (when the inner branch was read as the exit test, O2's loop counted one
+    trip and O2 weighed 0.43x O3)."""
+    ts = find_kernel("ts")
+    binaries = {level: toolchain.compile(Variant.of(ts, level, 4, {"BL": 5})) for level in ("O2", "O3")}
+    executed = {level: SimTarget().run_binary(binary, 1, ts.workload.preset("small")).instructions
+                for level, binary in binaries.items()}
+    weighted = {level: sum(model_features(binary.elf_path).weighted_kernel_histogram.values())
+                for level, binary in binaries.items()}
+    assert executed["O2"] > 1.3 * executed["O3"]
+    assert weighted["O2"] > 1.3 * weighted["O3"]

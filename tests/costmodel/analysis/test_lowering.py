@@ -214,7 +214,7 @@ def test_a_proxy_elf_in_the_dpu_schema(toolchain):
     vector = found.vector(schema)
     assert vector.shape == (len(schema),) and vector[schema.names.index("op:addc")] >= 1
     assert found.weighted_kernel_histogram["lsl_add"] > found.kernel_histogram["lsl_add"]  # inside the loop
-    # the calls the SDK inlines are its instructions, as in an SDK ELF (feature schema dpu-6)
+    # the calls the SDK inlines are its instructions, as in an SDK ELF (feature schema dpu-6 and later)
     calls = extract_features(binary.elf_path).kernel_calls
     assert found.kernel_calls == {f: n for f, n in calls.items() if f not in ("mram_read", "mram_write", "me")}
     assert (found.kernel_histogram["ldma"], found.kernel_histogram["sdma"]) == (calls["mram_read"], calls["mram_write"])

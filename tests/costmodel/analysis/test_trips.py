@@ -5,11 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from cnmtune.costmodel.analysis.callgraph import inlined_weights
+from cnmtune.costmodel.analysis.cfg import loop_depths
 from cnmtune.costmodel.analysis.features import features_of
 from cnmtune.costmodel.analysis.rv32_facts import rv32_loop_facts
 from rv32_asm import assemble, decoded, program
 
 W = 10.0
+
+
+def rv32_facts(lines):
+    p = program(assemble(lines))
+    return rv32_loop_facts(p, loop_depths(p)[1])
 
 
 def weights(lines) -> list[float]:
@@ -78,11 +84,17 @@ def test_nested_loops_multiply_their_factors():
     assert weights(lines) == [1, 1, 4, 4 * W, 4 * W, 4 * W, 4, 4, 1]
 
 
+def test_rv32_facts_read_shifts_of_a_register_by_a_constant():
+    facts = rv32_facts([("slli", "t0", "t0", 3), ("srli", "a0", "a0", 2), ("slli", "a1", "a0", 1),
+                        ("slli", "zero", "zero", 1)])
+    assert facts.self_shift == [3, -2, 0, 0] and facts.self_add == [0] * 4
+
+
 def test_rv32_facts_read_steps_constants_memory_and_compares():
-    facts = rv32_loop_facts(program(assemble([
+    facts = rv32_facts([
         ("addi", "t0", "zero", 7), ("lui", "t1", 2), ("addi", "a0", "a0", -4), ("addi", "a1", "a0", 4),
         ("lw", "a1", "a0", 8), ("sw", "a1", "a0", 0), ("lbu", "a2", "a0", 1),
-        ("bne", "a0", "zero", 0), ("bltu", "a0", "a1", 0), ("addi", "zero", "zero", 0)])))
+        ("bne", "a0", "zero", 0), ("bltu", "a0", "a1", 0), ("addi", "zero", "zero", 0)])
     assert facts.writes == [(5,), (6,), (10,), (11,), (11,), (), (12,), (), (), ()]
     assert facts.self_add == [0, 0, -4, 0, 0, 0, 0, 0, 0, 0]
     assert facts.constant == [7, 2 << 12, None, None, None, None, None, None, None, None]
@@ -130,3 +142,83 @@ def test_a_counter_kept_in_a_stack_slot_is_an_induction():
                     ("lw", "t0", "s0", -20), ("addi", "t0", "t0", 2), ("sw", "t0", "s0", -20),
                     ("jal", "zero", "loop"),
                     "end:", ("ret",)]) == [1, 1, 1] + [5] * 7 + [1]
+
+
+def test_a_counter_in_a_stack_slot_loaded_in_the_header_and_stored_in_a_latch_elsewhere():
+    # LLVM's rotated loop without mem2reg: the header loads i, the latch (laid out before it) adds
+    # 1, stores i and tests the value it stored; two paths through the body meet at the latch
+    assert weights([("sw", "zero", "s0", -12), ("addi", "a5", "zero", 256), ("jal", "zero", "head"),
+                    "latch:", ("addi", "a6", "a6", 1), ("sw", "a6", "s0", -12), ("bgeu", "a6", "a5", "end"),
+                    "head:", ("lw", "a6", "s0", -12), ("lw", "t1", "a0", 0), ("beq", "t1", "zero", "latch"),
+                    ("sw", "t1", "a0", 4), ("jal", "zero", "latch"),
+                    "end:", ("ret",)]) == [1, 1, 1] + [256] * 8 + [1]
+    # where one path into the latch reloads the register from elsewhere, the paths disagree: no count
+    assert weights([("sw", "zero", "s0", -12), ("addi", "a5", "zero", 256), ("jal", "zero", "head"),
+                    "latch:", ("addi", "a6", "a6", 1), ("sw", "a6", "s0", -12), ("bgeu", "a6", "a5", "end"),
+                    "head:", ("lw", "a6", "s0", -12), ("lw", "t1", "a0", 0), ("beq", "t1", "zero", "latch"),
+                    ("lw", "a6", "a0", 4), ("jal", "zero", "latch"),
+                    "end:", ("ret",)]) == [1, 1, 1] + [W] * 8 + [1]
+    # entered in the middle of the latch, at its test: there the register is the constant 0 on the
+    # way in and the slot's word (stored just before) on the way round; the slot holds 0 on the way in
+    assert weights([("addi", "a6", "zero", 0), ("sw", "zero", "s0", -12), ("addi", "a4", "zero", 255),
+                    ("jal", "zero", "test"),
+                    "latch:", ("addi", "a6", "a6", 1), ("sw", "a6", "s0", -12),
+                    "test:", ("bltu", "a4", "a6", "end"),
+                    ("lw", "a6", "s0", -12), ("lw", "t1", "a0", 0), ("beq", "t1", "zero", "latch"),
+                    ("sw", "t1", "a0", 4), ("jal", "zero", "latch"),
+                    "end:", ("ret",)]) == [1, 1, 1, 1] + [255] * 8 + [1]
+    # a counter kept in a register and also spilled every iteration: the branch stays on the register
+    assert weights([("addi", "a3", "zero", 0), ("addi", "a5", "zero", 256), ("jal", "zero", "head"),
+                    "latch:", ("addi", "a3", "a3", 1),
+                    "head:", ("sw", "a3", "s0", -28), ("bgeu", "a3", "a5", "end"), ("lw", "t1", "a0", 0),
+                    ("beq", "t1", "zero", "latch"), ("sw", "t1", "a0", 4), ("jal", "zero", "latch"),
+                    "end:", ("ret",)]) == [1, 1, 1] + [256] * 7 + [1]
+
+
+def test_the_trip_count_comes_from_the_exit_test_not_a_branch_inside_the_body():
+    # for (j = 0; j < 32; j++) if (j == 0) ...: the `bne j, zero` skips a block of the body; read as
+    # the exit test it gave start 0, bound 0 and one trip (ts's inner loop at BL=5 under O2)
+    assert weights([("addi", "t0", "zero", 0), ("addi", "t1", "zero", 32),
+                    "loop:", ("bne", "t0", "zero", "skip"), ("addi", "a3", "a3", 1),
+                    "skip:", ("addi", "t0", "t0", 1), ("blt", "t0", "t1", "loop"), ("ret",)]) == [1, 1] + [32] * 4 + [1]
+
+
+def test_a_bound_the_loop_recomputes_from_a_register_it_does_not_write_is_a_bound():
+    # the bound t1 = a4 + 4 is set again every iteration from a4, which the loop leaves alone: 28 + 4 trips
+    assert weights([("addi", "t0", "zero", 0), ("addi", "a4", "zero", 28),
+                    "loop:", ("addi", "t1", "a4", 4), ("addi", "t0", "t0", 1), ("bne", "t0", "t1", "loop"),
+                    ("ret",)]) == [1, 1] + [32] * 3 + [1]
+    # recomputed from a register the loop also writes: no bound
+    assert weights([("addi", "t0", "zero", 0), ("addi", "a4", "zero", 28),
+                    "loop:", ("addi", "t1", "a4", 4), ("addi", "a4", "a4", 1), ("addi", "t0", "t0", 1),
+                    ("bne", "t0", "t1", "loop"), ("ret",)]) == [1, 1] + [W] * 4 + [1]
+
+
+def test_a_counter_an_unrolled_loop_steps_once_per_copy_of_its_body_steps_their_sum():
+    # for (i = 0; i < 64; i++) unrolled twice: each copy has its `if` and its `i++`, both on every
+    # iteration's path (bitonic's compare-exchange loop under unroll-count=2): 64 / 2 trips
+    assert weights([("addi", "t0", "zero", 0), ("addi", "t1", "zero", 64),
+                    "loop:", ("beq", "a1", "zero", "skip1"), ("sw", "t0", "a0", 0),
+                    "skip1:", ("addi", "t0", "t0", 1), ("beq", "a2", "zero", "skip2"), ("sw", "t0", "a0", 4),
+                    "skip2:", ("addi", "t0", "t0", 1), ("blt", "t0", "t1", "loop"),
+                    ("ret",)]) == [1, 1] + [32] * 7 + [1]
+    # one of the two steps only where the `if` holds: no induction
+    assert weights([("addi", "t0", "zero", 0), ("addi", "t1", "zero", 64),
+                    "loop:", ("addi", "t0", "t0", 1), ("beq", "a1", "zero", "skip"), ("addi", "t0", "t0", 1),
+                    "skip:", ("blt", "t0", "t1", "loop"), ("ret",)]) == [1, 1] + [W] * 4 + [1]
+
+
+def test_a_register_shifted_by_a_constant_is_an_induction():
+    # for (d = 256; d > 0; d >>= 1): 256, 128, ..., 1, nine trips; by 2 bits from 64: 64, 16, 4, 1
+    assert weights([("addi", "t0", "zero", 256),
+                    "loop:", ("lw", "a1", "a0", 0), ("srli", "t0", "t0", 1), ("bne", "t0", "zero", "loop"),
+                    ("ret",)]) == [1] + [9] * 3 + [1]
+    assert weights([("addi", "t0", "zero", 64),
+                    "loop:", ("srli", "t0", "t0", 2), ("bne", "t0", "zero", "loop"), ("ret",)]) == [1] + [4] * 2 + [1]
+    # for (m = 2; m < 1024; m <<= 1): 2, 4, ..., 512
+    assert weights([("addi", "t0", "zero", 2), ("addi", "t1", "zero", 1024),
+                    "loop:", ("slli", "t0", "t0", 1), ("bltu", "t0", "t1", "loop"), ("ret",)]) == [1, 1] + [9] * 2 + [1]
+    # from a runtime start, or shifted left towards zero: the constant weight
+    assert weights(["loop:", ("srli", "a0", "a0", 1), ("bne", "a0", "zero", "loop"), ("ret",)]) == [W] * 2 + [1]
+    assert weights([("addi", "t0", "zero", 2),
+                    "loop:", ("slli", "t0", "t0", 1), ("bne", "t0", "zero", "loop"), ("ret",)]) == [1] + [W] * 2 + [1]

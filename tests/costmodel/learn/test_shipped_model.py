@@ -76,7 +76,7 @@ def test_one_model_scores_proxy_and_sdk_binaries(scorer, elf_o2, tmp_path):
     schema, the model's; the shipped model gives both a finite, positive runtime."""
     proxy = model_features(elf_o2)
     sdk = model_features(_sdk_style_elf(tmp_path / "sdk.elf"))
-    assert proxy.schema_version == sdk.schema_version == scorer.schema.version == "dpu-6"
+    assert proxy.schema_version == sdk.schema_version == scorer.schema.version == "dpu-7"
     rows = [dict(zip(scorer.schema.names, f.vector(scorer.schema))) for f in (proxy, sdk)]
     runtime = scorer.predict(input_matrix(rows, [1, 1], [16, 16], [4096, 4096], [4096, 4096], [1, 1], scorer.schema)).runtime_s
     assert np.all(np.isfinite(runtime)) and np.all(runtime > 0)

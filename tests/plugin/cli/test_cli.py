@@ -27,7 +27,7 @@ def test_features_lowered_shows_the_dpu_code_of_a_proxy_elf(va_elf):
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     lowered = record["lowered"]
-    assert record["feature_schema"]["version"] == "dpu-6"  # the schema of real DPU ELFs
+    assert record["feature_schema"]["version"] == "dpu-7"  # the schema of real DPU ELFs
     assert record["kernel_histogram"] == lowered["kernel_histogram"]
     assert 0 < lowered["kernel_dpu_instructions"] < lowered["kernel_rv32_instructions"]
     assert lowered["iram_dpu_instructions"] < lowered["iram_rv32_instructions"]
