@@ -23,14 +23,14 @@ from cnmtune.plugin.tune.space import Defines
 if TYPE_CHECKING:
     from cnmtune.plugin.tune.search import Search
 
-__all__ = ["batch", "offspring"]
+__all__ = ["batch", "offspring", "ranked_neighbours"]
 
 
 def offspring(search: Search) -> dict[str, list[Candidate]]:
     """Build and score the elite's offspring: the neighbours of each elite run, the crossovers of the
     best two, the 2k pipelines the model ranks best at the best run's defines and tasklets. Returns the
     unmeasured crossovers and neighbours of the best run by dimension: a define's values nearest
-    first, the other dimensions lowest predicted first."""
+    first, the other dimensions lowest predicted first (``ranked_neighbours``)."""
     space, elite = search.space, search.elite()
     if not elite:
         return {}
@@ -52,9 +52,21 @@ def offspring(search: Search) -> dict[str, list[Candidate]]:
         fresh = [search.points[p] for p in found if p in search.points and search.points[p].status == "not run"]
         distinct = list({id(c): c for c in fresh}.values())
         # a define's values nearest first: the features barely see them, so the model cannot rank them
-        out[dimension] = distinct if dimension.startswith("define ") else \
-            sorted(distinct, key=lambda c: c.predicted_objective_s())
+        out[dimension] = distinct if dimension.startswith("define ") else ranked_neighbours(search, distinct)
     return out
+
+
+def ranked_neighbours(search: Search, candidates: list[Candidate]) -> list[Candidate]:
+    """`candidates` lowest predicted first; while a learned model has not been fine-tuned on this
+    kernel, the prior's lowest first and then the model's and the prior's alternately: a round
+    explores about one neighbour per dimension, and zero-shot the network can miss what the
+    features show (bitonic: it ranks unroll-count=16 first, the prior unroll-count=8, 2.2x faster;
+    MODEL.md, "Trip counts")."""
+    by_model = sorted(candidates, key=lambda c: c.predicted_objective_s())
+    if not _zero_shot(search):
+        return by_model
+    by_prior = sorted(candidates, key=lambda c: c.prior_s + c.predicted_transfer_s)
+    return interleave(by_prior, by_model, len(by_model), len(by_model))
 
 
 def batch(search: Search, explore: dict[str, list[Candidate]]) -> tuple[list[Candidate], list[Candidate]]:
@@ -83,10 +95,15 @@ def batch(search: Search, explore: dict[str, list[Candidate]]) -> tuple[list[Can
     unmeasured = list(by_twin.values())
     exploit = k - len(explored)
     by_model = sorted(unmeasured, key=lambda c: c.predicted_objective_s())
-    if search.prior is None or search.last_adaptation:
+    if not _zero_shot(search):
         return explored, by_model[:exploit]
     # the prior ranks pipelines and tasklets at the best run's defines: it does not see define values either
     best = search.best()
     at_best = [c for c in unmeasured if c.defines == (best.defines if best else ())]
     by_prior = sorted(at_best, key=lambda c: c.prior_s + c.predicted_transfer_s)
     return explored, interleave(by_model, by_prior, exploit, math.ceil(exploit * PRIOR_SHARE))
+
+
+def _zero_shot(search: Search) -> bool:
+    """Whether the prior gives its second opinion: a learned model not yet fine-tuned on the kernel."""
+    return search.prior is not None and not search.last_adaptation

@@ -23,9 +23,10 @@ the binary's features. The search:
   neighbours, one dimension after the other (a define's values nearest first: the binaries'
   features do not see most define values, so these are measured, not predicted; in the other
   dimensions lowest predicted first), the rest the unmeasured candidates with the lowest
-  predicted objective, of which, while a learned model has not been fine-tuned on the kernel's
-  runs, every other one up to a share PRIOR_SHARE is the static analytical prior's lowest at the
-  best run's defines instead (zero-shot, the two miss different kernels); no run is the twin of
+  predicted objective; while a learned model has not been fine-tuned on the kernel's runs, the
+  static analytical prior's lowest comes first in each dimension's order and then alternates with
+  the model's, and every other one of the rest up to a share PRIOR_SHARE is the prior's lowest at
+  the best run's defines (zero-shot, the two miss different kernels); no run is the twin of
   another (the same model input row and defines: cnmtune.plugin.tune.select);
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored

@@ -13,7 +13,7 @@ import pytest
 from cnmtune.errors import CnmtuneError
 from cnmtune.plugin.tune import TuneSpec, explore, tune
 from cnmtune.plugin.tune.report import Candidate
-from cnmtune.plugin.tune.select import batch
+from cnmtune.plugin.tune.select import batch, ranked_neighbours
 from cnmtune.plugin.tune.space import RANK_DPUS, search_space
 from cnmtune.runtime.executor import InlineExecutor
 from cnmtune.runtime.execute import run_binary
@@ -102,6 +102,17 @@ def test_until_the_model_is_fine_tuned_the_prior_ranks_a_share_of_a_rounds_runs(
     assert batch(search, neighbours)[1] == pool[:3]
     # a real tune with the shipped model scores every candidate with the prior as well
     assert all(c.prior_s > 0 for c in searched.runs)
+
+
+def test_until_the_model_is_fine_tuned_the_prior_orders_each_dimensions_neighbours_first():
+    # model and prior rank five neighbours in opposite orders: the prior's best, then the two alternately
+    found = [Candidate([f"O{i}"], 16, 4, f"elf{i}", predicted_s=i + 1.0, prior_s=10.0 - i) for i in range(5)]
+    search = SimpleNamespace(prior=object(), last_adaptation={})
+    assert ranked_neighbours(search, found) == [found[4], found[0], found[3], found[1], found[2]]
+    search.last_adaptation = {"samples": 6}  # fine-tuned on the kernel: the model ranks alone
+    assert ranked_neighbours(search, found) == found
+    search.last_adaptation, search.prior = {}, None  # a baseline ranks alone
+    assert ranked_neighbours(search, found[::-1]) == found
 
 
 def test_the_kernel_objective_takes_one_dpu_count_and_defaults_to_a_rank():
