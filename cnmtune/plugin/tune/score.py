@@ -40,9 +40,9 @@ BASELINES = ("analytical", "random")
 # While a learned model has not been fine-tuned on the kernel's runs, this share of the runs a round takes
 # from the model's ranking goes to the static analytical prior's ranking instead (and the prior orders
 # the best run's neighbours in each dimension first, select.ranked_neighbours): zero-shot, the two miss
-# different kernels (MODEL.md, "Zero-shot
-# ranking": a first 10 of the network's top 8 and the prior's top 2 holds a variant within 5 % of the best
-# on 15 of 20 held-out kernels, the network's top 10 on 12, the prior's on 6).
+# different kernels (MODEL.md, "Zero-shot ranking": a first 10 of the network's top 8 and the prior's top 2
+# holds a variant within 5 % of the best on 15 of 20 held-out kernels, the network's top 10 on 12, the
+# prior's on 6).
 PRIOR_SHARE = 0.2
 
 

@@ -30,7 +30,7 @@ def offspring(search: Search) -> dict[str, list[Candidate]]:
     """Build and score the elite's offspring: the neighbours of each elite run, the crossovers of the
     best two, the 2k pipelines the model ranks best at the best run's defines and tasklets. Returns the
     unmeasured crossovers and neighbours of the best run by dimension: a define's values nearest
-    first, the other dimensions lowest predicted first (``ranked_neighbours``)."""
+    first, the other dimensions in the order of ``ranked_neighbours``."""
     space, elite = search.space, search.elite()
     if not elite:
         return {}
