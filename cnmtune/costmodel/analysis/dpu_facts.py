@@ -96,7 +96,7 @@ def dpu_loop_facts(program: DpuProgram, cfgs: Sequence[FunctionCfg]) -> LoopFact
                            mem_base=[f.mem_base for f in facts], mem_width=[f.mem_width for f in facts],
                            mem_offset=[f.mem_offset for f in facts], compare=[f.compare for f in facts])
     add_stack_slots(loop_facts, _FRAME, [f.stored for f in facts], np.isin(program.flow, (CALL, ICALL)).tolist(),
-                    _READ_AS, program.functions, cfgs)
+                    _READ_AS, program.functions, program.function_of, cfgs)
     return loop_facts
 
 

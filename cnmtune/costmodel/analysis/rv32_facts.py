@@ -56,5 +56,6 @@ def rv32_loop_facts(program: Program, cfgs: Sequence[FunctionCfg]) -> LoopFacts:
                  for b, a, c in zip(branch.tolist(), rs1.tolist(), rs2.tolist())])
     stores = (opcode == OP_STORE) & (funct3 == 2)
     add_stack_slots(facts, _FRAME, [(r, 0) if k else None for r, k in zip(rs2.tolist(), stores.tolist())],
-                    (((opcode == OP_JAL) | (opcode == OP_JALR)) & (rd != 0)).tolist(), {0: 0}, program.functions, cfgs)
+                    (((opcode == OP_JAL) | (opcode == OP_JALR)) & (rd != 0)).tolist(), {0: 0}, program.functions,
+                    program.function_of, cfgs)
     return facts

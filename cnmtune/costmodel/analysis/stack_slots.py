@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+import numpy as np
+
 from cnmtune.costmodel.analysis.cfg import FunctionCfg
 from cnmtune.costmodel.analysis.program import Function
 from cnmtune.costmodel.analysis.trips import LoopFacts
@@ -44,21 +46,23 @@ _Lookup = Callable[[int], _Value | None]
 
 def add_stack_slots(facts: LoopFacts, frame: Collection[int], stored: Sequence[_Value | None],
                     calls: Sequence[bool], fixed: Mapping[int, int], functions: Sequence[Function],
-                    cfgs: Sequence[FunctionCfg]) -> None:
+                    function_of: np.ndarray, cfgs: Sequence[FunctionCfg]) -> None:
     """Rewrite ``facts`` in place with the frame's words as registers (see the module docstring).
 
     ``frame``: the registers that address the stack frame (rv32 ``sp``, ``s0``; the DPU's
     ``r22``). ``stored``: for each store, what it writes to memory, ``(register, 0)`` or ``(None,
     constant)`` for an immediate; None for other instructions. ``calls``: the instructions that
     call a function. ``fixed``: read-only registers and their values (rv32 ``x0``; the DPU's
-    ``zero`` and ``one``). ``functions`` and their ``cfgs``: where the pass runs."""
+    ``zero`` and ``one``). ``functions`` and their ``cfgs``: where the pass runs;
+    ``function_of``: the index into ``functions`` of every instruction."""
     slots: dict[tuple[int, int], int] = {}
     slot_of: dict[int, int] = {}
     for i in range(len(facts.writes)):
         if facts.mem_width[i] == 4 and facts.mem_base[i] in frame:
             slot_of[i] = slots.setdefault((facts.mem_base[i], facts.mem_offset[i]), SLOT_BASE + len(slots))
-    for function, cfg in zip(functions, cfgs):
-        if not any(function.first <= i < function.first + function.count for i in slot_of):
+    with_slots = set(function_of[list(slot_of)].tolist())
+    for k, (function, cfg) in enumerate(zip(functions, cfgs)):
+        if k not in with_slots:
             continue  # no register can hold a slot's word: nothing to rewrite
         ends = [*cfg.leaders[1:], function.count]
         blocks = [(function.first + a, function.first + b) for a, b in zip(cfg.leaders, ends)]
