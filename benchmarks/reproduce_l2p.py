@@ -14,7 +14,8 @@ Parts (``--parts``, default all):
                on 1 % of that size's rows and evaluated on its other rows; plus the fine-tuning
                data-fraction sweep (``--fractions``)
 - ``zeroshot`` zero-shot ranking: each kernel ranked by ``transfer``'s network that never saw
-               it, on its variants at its default size on its most DPUs: Kendall tau, and whether
+               it and by gradient-boosted trees fitted on the same rows (``--zeroshot-models``),
+               on its variants at its default size on its most DPUs: Kendall tau, and whether
                the model's top 10 holds a variant within 5 % of the best; the same for the
                static heuristic (no learning) and, over several folds, for the network blended
                with it (inverse-variance weights measured on the other folds)
@@ -24,7 +25,8 @@ Parts (``--parts``, default all):
 
     python benchmarks/reproduce_l2p.py [--data out/reference.sqlite] [--out benchmarks/results]
         [--kernels va,red,...] [--pairwise va,gemv,...] [--parts indist,transfer,...]
-        [--epochs 300] [--transfer-folds 20] [--folds 1,2] [--fractions none] [--cache DIR]
+        [--epochs 300] [--transfer-folds 20] [--folds 1,2] [--zeroshot-models network,gbt]
+        [--fractions none] [--cache DIR]
         [--threads 1] [--quick]
 
 ``--quick`` is a smoke run (small network, few epochs): the numbers mean nothing.
@@ -63,6 +65,8 @@ DEFAULT_DATA = ROOT / "cnmtune" / "data" / "reference.parquet"
 FRACTIONS = (0.001, 0.005, 0.01, 0.05, 0.1)
 #: zeroshot: a kernel's top 10 counts when it holds a variant this close to the best (issue 40: 5 %)
 ZERO_SHOT_WITHIN = 0.05
+#: zeroshot: the fold models it ranks with (--zeroshot-models): transfer's networks, trees on the same rows
+ZERO_SHOT_MODELS = ("network", "gbt")
 #: Fewest rows to fine-tune on in the per-size transfer (the fine-tuning default).
 ONE_SIZE_MINIMUM = 8
 PARTS = ("indist", "ablation", "transfer", "zeroshot", "pairwise", "times")
@@ -127,24 +131,50 @@ class Run:
 
         return train(config or self.config, train_set, val_set, on_epoch=on_epoch, **options)
 
+    def cached(self, name: str, settings, train_set: SampleSet, val_set: SampleSet,
+               suffix: str) -> tuple[Path, str] | None:
+        """Where ``--cache`` keeps the model ``name`` trained with ``settings`` on these sets (None
+        without ``--cache``), and the key it is kept under."""
+        if self.args.cache is None:
+            return None
+        key = json.dumps([settings, train_set.data_hash, val_set.data_hash], sort_keys=True)
+        self.args.cache.mkdir(parents=True, exist_ok=True)
+        return self.args.cache / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}{suffix}", key
+
     def trained_model(self, name: str, train_set: SampleSet, val_set: SampleSet, **override):
         """A model trained as ``train`` would, read from ``--cache`` when an identical training
         (same config, options and data) was saved there; (model, training seconds)."""
-        if self.args.cache is None:
+        settings = [self.config.to_dict(), {**self.train_kwargs, **override, "threads": None}]
+        if (cached := self.cached(name, settings, train_set, val_set, ".pt")) is None:
             result = self.train(train_set, val_set, **override)
             return result.model, result.seconds
         from cnmtune.costmodel.learn.checkpoint import load_checkpoint, save_checkpoint
 
-        key = json.dumps([self.config.to_dict(), {**self.train_kwargs, **override, "threads": None},
-                          train_set.data_hash, val_set.data_hash], sort_keys=True)
-        path = self.args.cache / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.pt"
+        path, key = cached
         if path.is_file():
             model, meta = load_checkpoint(path)
             return model, meta["seconds"]
         result = self.train(train_set, val_set, **override)
-        self.args.cache.mkdir(parents=True, exist_ok=True)
         save_checkpoint(path, result.model, {"seconds": result.seconds, "key": json.loads(key)})
         return result.model, result.seconds
+
+    def gbt(self) -> GbtBaseline:
+        """The gradient-boosted-tree baseline as every part fits it (fewer trees with --quick)."""
+        return GbtBaseline(seed=self.args.seed, max_iter=60 if self.args.quick else 1000, threads=self.args.threads)
+
+    def fitted_gbt(self, name: str, train_set: SampleSet, val_set: SampleSet) -> GbtBaseline:
+        """``gbt()`` fitted on these sets, read from ``--cache`` (an ONNX tree ensemble) when an
+        identical fit was saved there."""
+        gbt = self.gbt()
+        settings = {"gbt": {"max_iter": gbt.max_iter, "learning_rate": gbt.learning_rate,
+                            "max_leaf_nodes": gbt.max_leaf_nodes, "seed": gbt.seed}}
+        cached = self.cached(name, settings, train_set, val_set, ".onnx")
+        if cached is not None and cached[0].is_file():
+            return GbtBaseline.load(cached[0], expect_schema_hash=train_set.schema.hash)
+        gbt.fit(train_set, val_set)
+        if cached is not None:
+            gbt.save(cached[0])
+        return gbt
 
     @property
     def path(self) -> Path:
@@ -188,8 +218,7 @@ def indist(run: Run) -> None:
         run.times[f"train global ({len(train_set)} samples)"] = result.seconds
         run.png.append(str(plots.kernel_bars(report, out / f"l2p_fig4_global_{split_name}.png",
                                              f"one model over all kernels, test split ({split_name})")))
-        gbt = GbtBaseline(seed=run.args.seed, max_iter=60 if run.args.quick else 1000,
-                          threads=run.args.threads).fit(train_set, val_set)
+        gbt = run.gbt().fit(train_set, val_set)
         gbt_report = evaluate(test_set, gbt.predict(test_set.X))
         record[f"gbt_{split_name}"] = {"summary": _summary(gbt_report), "per_kernel": gbt_report,
                                        "seconds": gbt.seconds, "trees": [m.n_iter_ for m in gbt.models]}
@@ -473,53 +502,71 @@ def _blend(network: Prediction, prior: Prediction, weight: float) -> Prediction:
     return Prediction(blended, network.targets)
 
 
+def _fold_gbt(run: Run, fold: list[str]) -> GbtBaseline:
+    """The gradient-boosted trees fitted on the rows ``_fold_model``'s network trains on (read from
+    ``--cache`` when there)."""
+    train_set, val_set, _ = run.samples.select(exclude=fold).split(run.args.seed)
+    start = time.perf_counter()
+    gbt = run.fitted_gbt("gbt-without-" + "+".join(fold), train_set, val_set)
+    run.log(f"  trees without {', '.join(fold)}: {time.perf_counter() - start:.0f} s")
+    return gbt
+
+
 def zeroshot(run: Run) -> None:
-    """Each kernel ranked by the network of the fold that left it out (``transfer``'s networks,
-    nothing fine-tuned), on its variants at its largest (default) size on the most DPUs it ran
-    at there, the tuner's setting: Kendall tau, and whether the model's 10 fastest hold a variant
-    within ZERO_SHOT_WITHIN of the best (issue 40). Beside it, the static heuristic that learns
-    nothing (tune --model analytical, the ablation's heuristic arm), and with more than one fold
-    the two blended: log times averaged with the prior's inverse-variance weight, measured for
-    each fold on the other folds' kernels (no kernel's own errors weigh its blend)."""
+    """Each kernel ranked, nothing fine-tuned, by the models of the fold that left it out
+    (``--zeroshot-models``: ``transfer``'s network, the gradient-boosted trees fitted on the same
+    rows), on its variants at its largest (default) size on the most DPUs it ran at there, the
+    tuner's setting: Kendall tau, and whether the model's 10 fastest hold a variant within
+    ZERO_SHOT_WITHIN of the best (issue 40). Beside them, the static heuristic that learns nothing
+    (tune --model analytical, the ablation's heuristic arm), and with the network and more than
+    one fold the two blended: log times averaged with the prior's inverse-variance weight,
+    measured for each fold on the other folds' kernels (no kernel's own errors weigh its blend)."""
     heuristic = AnalyticalBaseline.static(run.samples.schema)
     folds = _transfer_folds(run)
-    scored = {}  # kernel -> (fold, variants, the network's prediction, the prior's)
+    models = run.args.zeroshot_models
+    scored = {}  # kernel -> (fold, variants, {model: its prediction})
     for number, fold in enumerate(folds):
-        _, model, _ = _fold_model(run, fold)
+        fitted = {}
+        if "network" in models:
+            network = _fold_model(run, fold)[1]
+            fitted["network"] = lambda X, network=network: predict(network, X)
+        if "gbt" in models:
+            fitted["gbt"] = _fold_gbt(run, fold).predict
+        fitted["heuristic"] = heuristic.predict
         for kernel in fold:
             target = run.samples.select([kernel])
             at_size = target.take(target.sizes == target.sizes.max())
             variants = at_size.take(at_size.dpus == at_size.dpus.max())
-            scored[kernel] = (number, variants, predict(model, variants.X), heuristic.predict(variants.X))
+            scored[kernel] = (number, variants, {name: model(variants.X) for name, model in fitted.items()})
+    blend = "network" in models and len(folds) > 1
     errors = {}
-    for kernel, (_, variants, network, prior) in scored.items():
+    for kernel, (_, variants, predicted) in scored.items():
         log_true = variants.y[:, TARGETS.index("runtime")].astype(np.float64)
-        errors[kernel] = (np.log(network.runtime_s) - log_true, np.log(prior.runtime_s) - log_true)
+        errors[kernel] = {name: np.log(p.runtime_s) - log_true for name, p in predicted.items()}
 
     def weight_without(number: int | None) -> float:
         kernels = [k for k, (n, *_) in scored.items() if n != number]
-        return _prior_weight([errors[k][0] for k in kernels], [errors[k][1] for k in kernels])
+        return _prior_weight([errors[k]["network"] for k in kernels], [errors[k]["heuristic"] for k in kernels])
 
     per_kernel = {}
-    for kernel, (number, variants, network, prior) in scored.items():
+    for kernel, (number, variants, predicted) in scored.items():
         found = {"size": int(variants.sizes[0]), "dpus": int(variants.dpus[0]), "variants": len(variants),
-                 **_ranking(variants, network, kernel), "heuristic": _ranking(variants, prior, kernel)}
-        text = f"heuristic: {_ranking_text(found['heuristic'])}"
-        if len(folds) > 1:
+                 **{name: _ranking(variants, p, kernel) for name, p in predicted.items()}}
+        if blend:
             weight = weight_without(number)
-            found["blend"] = {**_ranking(variants, _blend(network, prior, weight), kernel), "prior_weight": weight}
-            text += f"; blended, prior weight {weight:.3f}: {_ranking_text(found['blend'])}"
+            mixed = _blend(predicted["network"], predicted["heuristic"], weight)
+            found["blend"] = {**_ranking(variants, mixed, kernel), "prior_weight": weight}
         per_kernel[kernel] = found
+        text = "; ".join(f"{name}: {_ranking_text(found[name])}" for name in (*predicted, "blend") if name in found)
         run.log(f"  zero-shot {kernel}: {len(variants)} variants at size {variants.sizes[0]} on "
-                f"{variants.dpus[0]} DPUs, {_ranking_text(found)} ({text})")
+                f"{variants.dpus[0]} DPUs; {text}")
     kernels = sorted(per_kernel)
     run.result["zeroshot"] = {
-        "within": ZERO_SHOT_WITHIN, "per_kernel": {k: per_kernel[k] for k in kernels},
-        **_ranking_summary([per_kernel[k] for k in kernels]),
-        "heuristic": _ranking_summary([per_kernel[k]["heuristic"] for k in kernels]),
-        "blend": {**_ranking_summary([per_kernel[k]["blend"] for k in kernels]),
-                  "prior_weight_all_folds": weight_without(None)} if len(folds) > 1 else None,
-        "kernels": len(per_kernel)}
+        "within": ZERO_SHOT_WITHIN, "kernels": len(per_kernel), "per_kernel": {k: per_kernel[k] for k in kernels},
+        **{name: _ranking_summary([per_kernel[k][name] for k in kernels])
+           for name in (*models, "heuristic", "blend") if name in per_kernel[kernels[0]]}}
+    if blend:
+        run.result["zeroshot"]["blend"]["prior_weight_all_folds"] = weight_without(None)
 
 
 def pairwise(run: Run) -> None:
@@ -632,18 +679,14 @@ def headline(r: dict) -> Table:
     if "zeroshot" in r:
         z = r["zeroshot"]
         table.add_section()
-        table.add_row(f"zero-shot ranking ({z['kernels']} kernels, default size): median Kendall τ",
-                      num(z["median_tau"]), ">= 0.6")
-        table.add_row(f"zero-shot: top 10 within {100 * z['within']:g} % of the best",
-                      f"{z['top10_within']} of {z['kernels']}", ">= 16 of 20")
-        if z.get("blend"):
-            b = z["blend"]
-            table.add_row("zero-shot, the network blended with the heuristic (prior weight "
-                          f"{b['prior_weight_all_folds']:.3f} over all folds; not the tuner's): median τ / top 10 within",
-                          f"{num(b['median_tau'])} / {b['top10_within']} of {z['kernels']}", "")
-        if "heuristic" in z:
-            table.add_row("zero-shot, the static heuristic: median τ / top 10 within",
-                          f"{num(z['heuristic']['median_tau'])} / {z['heuristic']['top10_within']} of {z['kernels']}", "")
+        names = {"network": "the network", "gbt": "the gradient-boosted trees", "heuristic": "the static heuristic"}
+        for name, ranking in ((n, z[n]) for n in (*names, "blend") if n in z):
+            what = names.get(name) or (f"the network blended with the heuristic (prior weight "
+                                       f"{ranking['prior_weight_all_folds']:.3f} over all folds)")
+            table.add_row(f"zero-shot ranking ({z['kernels']} kernels, default size), {what}: median Kendall τ / "
+                          f"top 10 within {100 * z['within']:g} % of the best",
+                          f"{num(ranking['median_tau'])} / {ranking['top10_within']} of {z['kernels']}",
+                          ">= 0.6 / >= 16 of 20" if name in ("network", "gbt") else "")
     if "pairwise" in r and r["pairwise"].get("median_off_diagonal_with") is not None:
         table.add_row(f"pairwise ({len(r['pairwise']['kernels'])} kernels): median off-diagonal MAPE with / "
                       "without", f"{r['pairwise']['median_off_diagonal_with']:.1f} / "
@@ -664,6 +707,13 @@ def _fractions(text: str) -> tuple[float, ...]:
     return values
 
 
+def _zeroshot_models(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n for n in text.split(",") if n))
+    if not names or set(names) - set(ZERO_SHOT_MODELS):
+        raise argparse.ArgumentTypeError(f"choose from {','.join(ZERO_SHOT_MODELS)}, got {text!r}")
+    return names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="store or Parquet export")
@@ -682,14 +732,17 @@ def main() -> None:
     parser.add_argument("--folds", type=lambda s: [int(n) for n in s.split(",") if n],
                         help="run only these of the --transfer-folds folds (1-based, e.g. 1,3): split the "
                              "training over processes sharing one --cache; a run without it reuses their models")
+    parser.add_argument("--zeroshot-models", type=_zeroshot_models, default=ZERO_SHOT_MODELS,
+                        help=f"the fold models zeroshot ranks with (default {','.join(ZERO_SHOT_MODELS)}; the "
+                             "static heuristic always)")
     parser.add_argument("--fractions", type=_fractions, default=FRACTIONS,
                         help=f"fine-tuning fractions of the sweep (default {','.join(map(str, FRACTIONS))}; "
                              "none: no sweep)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 x 64 network (numbers mean nothing)")
-    parser.add_argument("--cache", type=Path, help="keep the trained transfer and pairwise source models here "
-                                                       "and reuse them when training would be identical")
+    parser.add_argument("--cache", type=Path, help="keep the trained transfer, zero-shot and pairwise source models "
+                                                       "here and reuse them when training would be identical")
     parser.add_argument("--fresh", action="store_true",
                         help="overwrite the JSON (default: keep the parts of an earlier run that this one skips)")
     args = parser.parse_args()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CliResult, run_script
 
 SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "reproduce_l2p.py"
@@ -30,9 +32,9 @@ def test_quick_reproduction_writes_json_pngs_and_a_headline_table(l2p_db, tmp_pa
     assert set(zeroshot["per_kernel"]) == {"red", "va"} and zeroshot["kernels"] == 2
     for kernel in zeroshot["per_kernel"].values():  # the largest size on the most DPUs there
         assert kernel["variants"] > 10 and kernel["dpus"] >= 1
-        for ranking in (kernel, kernel["blend"], kernel["heuristic"]):  # the network's, blended, the heuristic's
+        for ranking in (kernel["network"], kernel["gbt"], kernel["blend"], kernel["heuristic"]):
             assert -1 <= ranking["tau"] <= 1 and ranking["top10_within"] == (ranking["top10_regret"] <= 0.05)
-    for arm in ("blend", "heuristic"):
+    for arm in ("network", "gbt", "blend", "heuristic"):
         assert zeroshot[arm]["top10_within"] == sum(k[arm]["top10_within"] for k in zeroshot["per_kernel"].values())
     # two kernels, two folds: each kernel's blend weighs the prior by the errors on the other one
     weights = {k["blend"]["prior_weight"] for k in zeroshot["per_kernel"].values()}
@@ -79,6 +81,20 @@ def test_folds_split_over_runs_share_the_cache(l2p_db, tmp_path):
     assert zeroshot.returncode == 0, zeroshot.stderr[-2000:]
     assert "epoch:" not in zeroshot.stdout and len(list(cache.glob("*.pt"))) == 2
     assert "zero-shot va" in zeroshot.stdout
+    # the trees of each fold are kept beside the networks, as ONNX, and read back the next time
+    assert len(list(cache.glob("gbt-without-*.onnx"))) == 2
+    first = json.loads((tmp_path / "zeroshot" / "reproduce_l2p.json").read_text())["zeroshot"]
+    trees = run_script(SCRIPT, "--data", str(l2p_db), "--out", str(tmp_path / "trees"), "--quick", "--parts",
+                       "zeroshot", "--zeroshot-models", "gbt", "--cache", str(cache))
+    assert trees.returncode == 0, trees.stderr[-2000:]
+    again = json.loads((tmp_path / "trees" / "reproduce_l2p.json").read_text())["zeroshot"]
+    assert "network" not in again and "blend" not in again and len(list(cache.glob("gbt-without-*.onnx"))) == 2
+    assert again["gbt"] == first["gbt"] and again["heuristic"] == first["heuristic"]
+    for kernel, found in again["per_kernel"].items():  # read back as ONNX: the same order, float32 sums
+        fitted = first["per_kernel"][kernel]["gbt"]
+        assert {k: v for k, v in found["gbt"].items() if k != "runtime_mape"} == \
+            {k: v for k, v in fitted.items() if k != "runtime_mape"}
+        assert found["gbt"]["runtime_mape"] == pytest.approx(fitted["runtime_mape"], rel=1e-4)
 
     wrong = _transfer(l2p_db, tmp_path / "wrong", cache, "--folds", "3")
     assert wrong.returncode != 0 and "there are folds 1..2" in wrong.stderr
