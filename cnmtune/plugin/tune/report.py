@@ -46,6 +46,10 @@ class Candidate:
         """The predicted kernel time plus the estimated transfers (0 under the kernel objective)."""
         return self.predicted_s + self.predicted_transfer_s
 
+    def prior_objective_s(self) -> float:
+        """The static prior's kernel time plus the estimated transfers (0 under the kernel objective)."""
+        return self.prior_s + self.predicted_transfer_s
+
     def to_dict(self) -> dict:
         """JSON-safe form."""
         return {"pipeline": self.pipeline, "equivalent_pipelines": len(self.pipelines) - 1,

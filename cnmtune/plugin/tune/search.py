@@ -188,7 +188,7 @@ class Search:
         first = self.candidates([BuildRequest(text, (space.default_tasklets,)) for text in space.pipelines])
         chosen = ranked_pipelines(first, Candidate.predicted_objective_s)[:spread]
         if self.prior is not None:
-            chosen += ranked_pipelines(first, lambda c: c.prior_s + c.predicted_transfer_s)[
+            chosen += ranked_pipelines(first, Candidate.prior_objective_s)[
                 :math.ceil(spread * PRIOR_SHARE)]
         self.step = "tasklets"
         self.candidates([BuildRequest(text, space.tasklets) for text in dict.fromkeys(chosen)])

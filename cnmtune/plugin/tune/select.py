@@ -65,7 +65,7 @@ def ranked_neighbours(search: Search, candidates: list[Candidate]) -> list[Candi
     by_model = sorted(candidates, key=lambda c: c.predicted_objective_s())
     if not _zero_shot(search):
         return by_model
-    by_prior = sorted(candidates, key=lambda c: c.prior_s + c.predicted_transfer_s)
+    by_prior = sorted(candidates, key=Candidate.prior_objective_s)
     return interleave(by_prior, by_model, len(by_model), len(by_model))
 
 
@@ -100,7 +100,7 @@ def batch(search: Search, explore: dict[str, list[Candidate]]) -> tuple[list[Can
     # the prior ranks pipelines and tasklets at the best run's defines: it does not see define values either
     best = search.best()
     at_best = [c for c in unmeasured if c.defines == (best.defines if best else ())]
-    by_prior = sorted(at_best, key=lambda c: c.prior_s + c.predicted_transfer_s)
+    by_prior = sorted(at_best, key=Candidate.prior_objective_s)
     return explored, interleave(by_model, by_prior, exploit, math.ceil(exploit * PRIOR_SHARE))
 
 
