@@ -22,6 +22,7 @@ import hashlib
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -57,17 +58,20 @@ class GbtBaseline(CostModel):
     def schema(self) -> FeatureSchema:
         return fitted_schema(self, self._schema)
 
-    def fit(self, train_set: SampleSet, val_set: SampleSet, chunk: int = 25, patience: int = 4) -> GbtBaseline:
+    def fit(self, train_set: SampleSet, val_set: SampleSet, chunk: int = 25, patience: int = 4,
+            on_chunk: Callable[[str, int, float], None] | None = None) -> GbtBaseline:
         """Fit on ``train_set``, adding ``chunk`` trees at a time; keep the ensemble with the lowest
-        ``val_set`` loss, stop after ``patience`` chunks without improvement (or at ``max_iter``)."""
+        ``val_set`` loss, stop after ``patience`` chunks without improvement (or at ``max_iter``);
+        ``on_chunk(target, trees, val_loss)`` after each chunk."""
         with needs_extra():
             from threadpoolctl import threadpool_limits
 
         self._schema, self.scorer = train_set.schema, None
         with threadpool_limits(limits=self.threads, user_api="openmp"):
-            return self._fit(train_set, val_set, chunk, patience)
+            return self._fit(train_set, val_set, chunk, patience, on_chunk or (lambda *_: None))
 
-    def _fit(self, train_set: SampleSet, val_set: SampleSet, chunk: int, patience: int) -> GbtBaseline:
+    def _fit(self, train_set: SampleSet, val_set: SampleSet, chunk: int, patience: int,
+             on_chunk: Callable[[str, int, float], None]) -> GbtBaseline:
         with needs_extra():
             from sklearn.ensemble import HistGradientBoostingRegressor
 
@@ -81,6 +85,7 @@ class GbtBaseline(CostModel):
             while model.max_iter <= self.max_iter and since < patience:
                 model.fit(train_set.X, train_set.y[:, target])
                 loss = float(np.mean((model.predict(val_set.X) - val_set.y[:, target]) ** 2))
+                on_chunk(TARGETS[target], model.max_iter, loss)
                 if loss < best:
                     best, best_model, since = loss, copy.deepcopy(model), 0
                 else:
@@ -119,8 +124,10 @@ class GbtBaseline(CostModel):
         return {"learnt": "refit", "refit_on": len(train_set), "validated_on": len(val_set),
                 "trees": [m.n_iter_ for m in self.models]}
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """The trees as an ONNX tree ensemble with the cost-model metadata."""
+    def save(self, path: str | os.PathLike, data_hash: str = "", metrics: dict | None = None,
+             toolchain: dict | None = None) -> Path:
+        """The trees as an ONNX tree ensemble with the cost-model metadata (``data_hash``, ``metrics``
+        and ``toolchain``, {"kind", "llvm_version"}, of the training data where known)."""
         from cnmtune.costmodel.learn.tree_onnx import tree_ensemble_graph
 
         if not self.models:
@@ -129,8 +136,9 @@ class GbtBaseline(CostModel):
         config = {"max_iter": self.max_iter, "learning_rate": self.learning_rate,
                   "max_leaf_nodes": self.max_leaf_nodes, "seed": self.seed}
         return fmt.write_model(tree_ensemble_graph(self.models, len(columns)), path, schema=self.schema,
-                               columns=columns, targets=TARGETS, toolchain_kind="", llvm_version="",
-                               data_hash="", metrics={}, config=config, kind=self.kind)
+                               columns=columns, targets=TARGETS, toolchain_kind=(toolchain or {}).get("kind", ""),
+                               llvm_version=(toolchain or {}).get("llvm_version", ""), data_hash=data_hash,
+                               metrics=metrics, config=config, kind=self.kind)
 
     @classmethod
     def load(cls, path: str | os.PathLike, expect_schema_hash: str | None = None) -> GbtBaseline:

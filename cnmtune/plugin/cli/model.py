@@ -1,7 +1,8 @@
 """`cnmtune model ...`: train, fine-tune and evaluate the L2P cost model on a dataset store.
 
 `train` and `finetune` write two files: the ONNX model a Scorer loads (``X.onnx``) and the
-training checkpoint beside it (``X.pt`` + ``X.pt.json``) that `finetune` starts from.
+training checkpoint beside it (``X.pt`` + ``X.pt.json``) that `finetune` starts from. `trees`
+fits a network's zero-shot trees on the rows it was trained on (``X.trees.onnx``, beside it).
 """
 
 from __future__ import annotations
@@ -176,6 +177,55 @@ def _int8(output: Path, test_set, top_k: int) -> dict:
 
     path = quantize_model(output)
     return {"int8_onnx": str(path), "int8_metrics": evaluate(test_set, Scorer(path).predict(test_set.X), top_k)}
+
+
+@model_app.command("trees")
+def trees_command(
+    db: Path = typer.Option(..., "--db", help="the dataset store (or .parquet export) the network was trained on"),
+    network: Path = typer.Option("shipped", "--model", help="the network X.onnx (its X.pt.json beside it), or "
+                                                            "'shipped'"),
+    max_iter: int = typer.Option(1000, "--max-iter", help="at most this many trees per target"),
+    threads: int | None = typer.Option(1, "--threads", help="OpenMP threads of the tree building (0: all cores)"),
+    top_k: int = typer.Option(10, "--top-k", help="k of the top-k recall and regret"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON record instead of tables"),
+) -> None:
+    """Fit the network's zero-shot trees (X.trees.onnx beside X.onnx): gradient-boosted trees on the
+    rows it was trained on, early stopping on its validation rows; the tuner ranks with them until
+    it first fine-tunes the network on a kernel's runs."""
+    from cnmtune.costmodel.learn.baselines import GbtBaseline
+    from cnmtune.costmodel.learn.cost_model import model_path
+    from cnmtune.costmodel.learn.prediction import evaluate
+    from cnmtune.costmodel.learn.samples import load_samples
+    from cnmtune.costmodel.learn.scorer import Scorer
+    from cnmtune.costmodel.learn.zero_shot import training_rows, trees_path
+
+    network = model_path(network)
+    scorer = Scorer(network)
+    train_set, val_set, test_set = training_rows(load_samples(db, scorer.schema), scorer)
+    output = trees_path(network)
+    columns = (TextColumn("trees {task.fields[target]}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("val loss {task.fields[loss]}"), TimeElapsedColumn())
+    lines = ProgressLines(err_console)
+
+    def on_chunk(target: str, trees: int, loss: float) -> None:
+        bar.update(task, completed=trees, target=target, loss=f"{loss:.4f}")
+        lines(f"trees {target}", trees, max_iter, f"val loss {loss:.4f}")
+
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("trees", total=max_iter, target="", loss="")
+        trees = GbtBaseline(max_iter=max_iter, threads=threads or None).fit(train_set, val_set, on_chunk=on_chunk)
+    report = evaluate(test_set, trees.predict(test_set.X), top_k)
+    metrics = {"evaluated_on": f"the test rows of {network.name}", "per_kernel": report}
+    trees.save(output, data_hash=train_set.data_hash, metrics=metrics, toolchain=scorer.toolchain)
+    record = {"onnx": str(output), "network": str(network), "samples": {"train": len(train_set), "val": len(val_set),
+              "test": len(test_set)}, "trees": [m.n_iter_ for m in trees.models], "seconds": round(trees.seconds, 3),
+              "data_hash": train_set.data_hash, "metrics": report}
+    if as_json:
+        emit_json(record)
+        return
+    console.print(_metrics_table(f"trees on {network.name}'s test rows: {len(test_set)} samples, "
+                                 f"{'+'.join(map(str, record['trees']))} trees ({trees.seconds:.1f} s)", report, top_k))
+    note(f"wrote {output}")
 
 
 @model_app.command("finetune")

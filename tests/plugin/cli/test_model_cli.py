@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
-from cnmtune.costmodel.learn.cost_model import shipped_model_path
+from cnmtune.costmodel.learn.cost_model import load_model, shipped_model_path
 from cnmtune.costmodel.learn.scorer import Scorer
+from cnmtune.costmodel.learn.zero_shot import load_trees
+from cnmtune.errors import ModelError
 from tests.conftest import CliResult, run_cnmtune
 
 
@@ -103,6 +106,52 @@ def test_finetune_from_the_onnx_model_then_evaluate(trained_va, l2p_db, tmp_path
     assert configs and all(c.split()[0][0] == "D" and c.split()[1][0] == "T" for c in configs)
     assert sum(by_config[c]["samples"] for c in configs) == record["metrics"]["red"]["samples"]
     assert by_config["all"]["runtime_mape"] == pytest.approx(record["metrics"]["red"]["runtime_mape"])
+
+
+@pytest.fixture(scope="module")
+def va_with_trees(trained_va, l2p_db, tmp_path_factory) -> tuple[Path, dict]:
+    """A copy of the va network with its zero-shot trees (`model trees`, few trees) beside it."""
+    folder = tmp_path_factory.mktemp("trees")
+    for source in (trained_va[0], trained_va[0].with_suffix(".pt"), Path(f"{trained_va[0].with_suffix('.pt')}.json")):
+        shutil.copy(source, folder / source.name)
+    result = cnmtune("trees", "--db", str(l2p_db), "--model", str(folder / "va.onnx"), "--max-iter", "50", "--json")
+    assert result.returncode == 0, result.stderr
+    for target in ("runtime", "speedup"):  # stderr is not a terminal: a plain line as each target's trees end
+        assert re.search(rf"^trees {target}: 50 / 50 \(100 %\), .*, val loss \d+\.\d+$", result.stderr, re.M), \
+            result.stderr
+    return folder / "va.onnx", json.loads(result.stdout)
+
+
+def test_trees_are_fitted_on_the_rows_the_network_trained_on_and_sit_beside_it(trained_va, va_with_trees, l2p_db):
+    network, record = va_with_trees
+    trained = trained_va[1]
+    assert record["onnx"] == str(network.with_name("va.trees.onnx")) and record["network"] == str(network)
+    assert record["samples"] == {part: trained["samples"][part] for part in ("train", "val", "test")}
+    assert record["data_hash"] == trained["data_hash"] and set(record["metrics"]) == {"va", "all"}
+    assert all(0 < count <= 50 for count in record["trees"])
+    trees = load_trees(load_model(network))  # what the tuner loads: the network's own rows, its schema
+    assert trees.scorer.kind == "gbt" and trees.scorer.data_hash == trained["data_hash"]
+    assert trees.scorer.metrics["per_kernel"] == record["metrics"]
+    # the trees of one network beside another are refused: they were not fitted on its rows
+    other = network.with_name("other.onnx")
+    shutil.copy(shipped_model_path(), other)
+    shutil.copy(network.with_name("va.trees.onnx"), other.with_name("other.trees.onnx"))
+    with pytest.raises(ModelError, match=r"other.trees.onnx was fitted on other rows than other.onnx was trained on"):
+        load_trees(load_model(other))
+
+
+def test_trees_refuse_rows_the_network_was_not_trained_on(va_with_trees, l2p_db, tmp_path):
+    network, _ = va_with_trees
+    for name in ("va.onnx", "va.pt"):
+        shutil.copy(network.with_name(name), tmp_path / name)
+    side = json.loads(network.with_name("va.pt.json").read_text())
+    side["meta"]["seed"] = 1  # another split of the same data: not the rows the network learnt from
+    (tmp_path / "va.pt.json").write_text(json.dumps(side))
+    result = cnmtune("trees", "--db", str(l2p_db), "--model", str(tmp_path / "va.onnx"))
+    assert result.returncode == 1 and result.stderr.strip().count("\n") == 0
+    assert "va.onnx was trained on other rows than these samples give for its kernels, split 'row' and seed 1" \
+        in result.stderr
+    assert not (tmp_path / "va.trees.onnx").exists()
 
 
 def test_user_errors_are_one_line_and_exit_1_or_for_a_bad_option_2(l2p_db, tmp_path):
