@@ -252,6 +252,11 @@ def _summary_table(report: TuneReport, ids: dict[str, str]) -> Table:
                         + ("" if default.status == "verified" else f" ({default.status.splitlines()[0]})"))
     if report.speedup_vs_default:
         summary.add_row("speedup over the default", f"{report.speedup_vs_default:.2f}x")
+    zero_shot = [s["stage"].removeprefix("round ") for s in report.stages
+                 if s.get("scored_by") == "trees" and s["stage"].startswith("round ")]
+    if zero_shot:
+        summary.add_row("ranked by the trees", f"round(s) {', '.join(zero_shot)}: the network's zero-shot trees, "
+                                               "until it was fine-tuned on the kernel's runs")
     ft = report.finetune
     if ft and "skipped" in ft:
         summary.add_row("model not adapted", ft["skipped"])

@@ -42,7 +42,8 @@ BASELINES = ("analytical", "random")
 # the best run's neighbours in each dimension first, select.ranked_neighbours): zero-shot, the two miss
 # different kernels (MODEL.md, "Zero-shot ranking": a first 10 of the network's top 8 and the prior's top 2
 # holds a variant within 5 % of the best on 15 of 20 held-out kernels, the network's top 10 on 12, the
-# prior's on 6).
+# prior's on 6; the network's zero-shot trees, which rank in its place until then, 17, missing bs, where
+# the prior holds the best).
 PRIOR_SHARE = 0.2
 
 

@@ -15,6 +15,7 @@ from cnmtune.costmodel import model_schema
 from cnmtune.costmodel.learn.baselines import AnalyticalBaseline
 from cnmtune.costmodel.learn.lazy import preload
 from cnmtune.costmodel.learn.metrics import kendall_tau, mape
+from cnmtune.costmodel.learn.zero_shot import load_trees
 from cnmtune.errors import CnmtuneError, MissingExtra, ModelError
 from cnmtune.plugin.tune.build import BuildRequest, build, candidates_of
 from cnmtune.plugin.tune.measure import InProcessMeasurer, Measurer, PooledMeasurer
@@ -101,6 +102,8 @@ class Search:
         self.size = self.kernel.workload.size_of(spec.size)
         self.schema = model_schema()
         self.model_path, self.model = load_model(spec.model, self.schema)
+        # the network's zero-shot trees (X.trees.onnx beside it) rank until the network is fine-tuned
+        self.trees = load_trees(self.model) if self.model.kind == "l2p" else None
         # a second opinion while a learned model is zero-shot on this kernel (PRIOR_SHARE), made when the
         # first candidates are scored (torch loads while they compile); baselines run alone, and so does
         # the model without torch (the 'train' extra), which the prior is written in
@@ -224,8 +227,8 @@ class Search:
         start = time.perf_counter()
         if new:
             self.step_progress("score", 0, None)
-            rows = predict(self.model, self.model_path, [c for c, _ in new], [f for _, f in new], self.size,
-                           [self.declared(c) for c, _ in new], self.schema)
+            rows = predict(self.trees if self.ranker == "trees" else self.model, self.model_path, [c for c, _ in new],
+                           [f for _, f in new], self.size, [self.declared(c) for c, _ in new], self.schema)
             self.rows.extend(rows)
             if self.wants_prior and self.prior is None:
                 self.prior = load_prior(self.schema)
@@ -288,6 +291,12 @@ class Search:
         binaries alike in both are twins, one choice (cnmtune.plugin.tune.select)."""
         return self.row(c).tobytes(), c.defines
 
+    @property
+    def ranker(self) -> str:
+        """What scores new candidates now: the network's zero-shot trees ('trees') until its first
+        fine-tuning, else the model (its kind: 'l2p', 'gbt', 'analytical', 'random')."""
+        return "trees" if self.trees is not None and not self.last_adaptation else self.model.kind
+
     def adapt(self) -> dict | None:
         """Fine-tune the model on every run of the tune with a time (verified or screened) and score
         the population again; None when it cannot (fewer than 2 runs, adaptation off, no checkpoint:
@@ -319,8 +328,8 @@ class Search:
         return learnt
 
     def stage(self, name: str, candidates: int, ran: list[Candidate], final: bool = False, **more) -> None:
-        """Note one round: candidates built, runs, the model's error on them, the best so far (with
-        `final`, the best verified run)."""
+        """Note one round: candidates built, runs, the error on them of the model that scored them
+        (``ranker``), the best so far (with `final`, the best verified run)."""
         measured = [c for c in ran if c.measured_s is not None]
         true = np.array([c.measured_s for c in measured])
         pred = np.array([c.predicted_s for c in measured])
@@ -328,6 +337,7 @@ class Search:
         best = self.best(verified_only=final)
         self.stages.append({
             "stage": name, "candidates": candidates, "runs": len(ran), "verified": len(measured),
+            "scored_by": self.ranker,
             "model_mape": mape(true[known], pred[known]) if known.sum() else None,
             "model_kendall_tau": kendall_tau(true[known], pred[known]) if known.sum() > 1 else None,
             "best": best.to_dict() if best else None, **more})

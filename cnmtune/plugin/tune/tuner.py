@@ -28,11 +28,14 @@ the binary's features. The search:
   the model's, and every other one of the rest up to a share PRIOR_SHARE is the prior's lowest at
   the best run's defines (zero-shot, the two miss different kernels); no run is the twin of
   another (the same model input row and defines: cnmtune.plugin.tune.select);
+- until the network is first fine-tuned on the kernel's runs, its zero-shot trees score the
+  candidates where they lie beside it (X.trees.onnx for X.onnx, as the shipped model has them:
+  cnmtune.costmodel.learn.zero_shot), which rank kernels the network never saw better than it;
 - after each round, with ``adapt``, the model is fine-tuned from its training checkpoint on every
   run of the tune so far (L2P's transfer, the first layers frozen) and every candidate is scored
-  again; each fine-tuning after the first goes on from the last fine-tuned network instead, for the
-  share of the epochs that the new runs are of all (Search.adapt: from the runs, never a clock, so
-  a tune makes the same choices on any machine and under any load); a model without
+  again by the network; each fine-tuning after the first goes on from the last fine-tuned network
+  instead, for the share of the epochs that the new runs are of all (Search.adapt: from the runs,
+  never a clock, so a tune makes the same choices on any machine and under any load); a model without
   its checkpoint is used as it is, and the report says so; the baselines (``model`` 'analytical'
   or 'random[:SEED]', cnmtune.plugin.tune.score) learn nothing.
 The rounds stop at ``rounds``, after three rounds that did not improve the best run by 0.5 %, when

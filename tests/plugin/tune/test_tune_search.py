@@ -37,8 +37,10 @@ def test_rounds_run_the_models_picks_and_the_best_runs_neighbours(searched, tool
     assert all(s["explored"] <= 2 for s in report.stages) and report.stages[0]["explored"] == 2
     first = report.runs[1:1 + report.stages[0]["runs"]]
     assert any(c.defines and c.pipeline == "O2" and c.tasklets == 16 for c in first)
-    # rounds after the first score with the model fine-tuned on every verified run before them (the
-    # fine-tunings after the first go on from the last fine-tuned network)
+    # the shipped network's zero-shot trees score the first round; rounds after the first score with the
+    # network fine-tuned on every verified run before them (the fine-tunings after the first go on from the
+    # last fine-tuned network)
+    assert [s["scored_by"] for s in report.stages] == ["trees"] + ["l2p"] * (len(report.stages) - 1)
     verified = [c for c in report.runs if c.measured_s is not None]
     adapted = [s["adapted_on"] for s in report.stages[1:]]
     assert None not in adapted and adapted == sorted(adapted) and 2 <= adapted[0] and adapted[-1] <= len(verified)

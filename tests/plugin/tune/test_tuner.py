@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
+import numpy as np
 import pytest
 
 from cnmtune.costmodel import L2PConfig, model_schema, export_onnx, load_samples, train
 from cnmtune.costmodel import L2PModel
-from cnmtune.costmodel.learn.checkpoint import save_checkpoint
+from cnmtune.costmodel.learn.baselines import GbtBaseline
+from cnmtune.costmodel.learn.checkpoint import save_checkpoint, sidecar
 from cnmtune.costmodel.learn.samples import input_columns
+from cnmtune.costmodel.learn.zero_shot import trees_path
 from cnmtune.errors import ModelError
 from cnmtune.plugin.tune import TuneSpec, tune
 from cnmtune.plugin.tune.score import ADAPT_EPOCHS, SHORT_EPOCHS
@@ -145,6 +149,28 @@ def test_the_first_population_builds_the_best_ranked_pipelines_at_every_tasklet_
     # the same binaries where both built them: the same candidates, scored alike
     scores = {(c.elf_hash, c.dpus): c.predicted_s for c in whole.pool}
     assert all(scores[(c.elf_hash, c.dpus)] == pytest.approx(c.predicted_s) for c in population)
+
+
+def test_until_the_network_is_fine_tuned_its_zero_shot_trees_score_the_candidates(model, l2p_db, tmp_path):
+    network = tmp_path / "z.onnx"
+    for source in (model, model.with_suffix(".pt"), sidecar(model.with_suffix(".pt"))):
+        shutil.copy(source, network.with_name(source.name.replace("m.", "z.", 1)))
+    train_set, val_set, _ = load_samples(l2p_db).split(0)  # the rows the network learnt from
+    trees = GbtBaseline(max_iter=30).fit(train_set, val_set)
+    trees.save(trees_path(network), data_hash=train_set.data_hash)
+    spec = TuneSpec("va", size="small", pipelines=12, top_k=3, rounds=3, model=str(network), **GRID)
+    search = Search(spec, InlineExecutor(), None, lambda *_: None)
+    population = search.population()
+    X, zero_shot = np.stack(search.rows), [c.predicted_s for c in search.pool]
+    assert search.ranker == "trees" and zero_shot == pytest.approx(trees.predict(X).runtime_s, rel=1e-5)
+    assert not np.allclose(zero_shot, search.model.predict(X).runtime_s, rtol=0.01)  # not the network's
+    search.measure(population[:4])
+    assert search.adapt()["samples"] == 4  # fine-tuned: the network scores every candidate again, and new ones
+    assert search.ranker == "l2p"
+    assert [c.predicted_s for c in search.pool] == pytest.approx(search.model.predict(X).runtime_s, rel=1e-5)
+    report = tune(spec, InlineExecutor())
+    assert [s["scored_by"] for s in report.stages] == ["trees", "l2p", "l2p"]
+    assert [s["adapted_on"] is None for s in report.stages] == [True, False, False]
 
 
 def test_a_model_without_its_checkpoint_is_used_as_it_is_and_the_report_says_why(model, tmp_path):
