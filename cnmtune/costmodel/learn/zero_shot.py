@@ -13,6 +13,8 @@ network on the kernel's runs (cnmtune.plugin.tune.score.load_zero_shot).
   training data's hash sealed in its ONNX metadata.
 - ``load_trees(network)``: the trees beside a network loaded from X.onnx, None when it has none;
   trees of other rows or another feature schema are refused (ModelError).
+- ``drop_stale_trees(network, data_hash)``: what `model train` and `finetune` do to the trees
+  beside the network they write: keep them if they were fitted on its rows, else remove them.
 """
 
 from __future__ import annotations
@@ -66,3 +68,18 @@ def load_trees(network: L2PCostModel) -> GbtBaseline | None:
                          f"data hash {trees.scorer.data_hash[:16]}, the network's {network.data_hash[:16]}): fit "
                          "them again with `cnmtune model trees`")
     return trees
+
+
+def drop_stale_trees(network: str | Path, data_hash: str) -> Path | None:
+    """Remove the trees beside ``network`` unless they were fitted on the rows ``data_hash`` names
+    (a network written over one trained on other rows, or unreadable trees); the path removed."""
+    path = trees_path(network)
+    if not path.is_file():
+        return None
+    try:
+        if Scorer(path).data_hash == data_hash:
+            return None
+    except ModelError:
+        pass
+    path.unlink()
+    return path

@@ -16,7 +16,7 @@ from rich import box
 from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, MODEL_DEFAULTS, TRAIN_DEFAULTS
 from cnmtune.display import Table
 from cnmtune.errors import CnmtuneError, UsageError
-from cnmtune.plugin.cli.output import ProgressLines, console, emit_json, err_console, note
+from cnmtune.plugin.cli.output import ProgressLines, console, emit_json, err_console, note, warn
 
 model_app = typer.Typer(help="Train, fine-tune and evaluate the L2P cost model (ONNX).",
                         no_args_is_help=True)
@@ -63,10 +63,12 @@ def _toolchain() -> tuple[str, str]:
 
 
 def _save(output: Path, model, schema, data_hash: str, metrics: dict, meta: dict) -> Path:
-    """Write the checkpoint (output.pt) and the ONNX model (output); returns the checkpoint path."""
+    """Write the checkpoint (output.pt) and the ONNX model (output), and remove the trees beside it
+    if they were fitted on other rows; returns the checkpoint path."""
     from cnmtune.costmodel.learn.checkpoint import save_checkpoint
     from cnmtune.costmodel.learn.onnx_export import export_onnx
     from cnmtune.costmodel.learn.samples import input_columns
+    from cnmtune.costmodel.learn.zero_shot import drop_stale_trees
 
     kind, llvm_version = _toolchain()
     checkpoint = output.with_suffix(".pt")
@@ -76,6 +78,10 @@ def _save(output: Path, model, schema, data_hash: str, metrics: dict, meta: dict
         "toolchain": {"kind": kind, "llvm_version": llvm_version}})
     export_onnx(model, output, schema=schema, toolchain_kind=kind, llvm_version=llvm_version,
                 data_hash=data_hash, metrics=metrics)
+    stale = drop_stale_trees(output, data_hash)
+    if stale is not None:
+        warn(f"removed {stale}: its trees were fitted on other rows than {output.name} was trained on "
+             "(`cnmtune model trees` fits new ones)")
     return checkpoint
 
 

@@ -154,6 +154,22 @@ def test_trees_refuse_rows_the_network_was_not_trained_on(va_with_trees, l2p_db,
     assert not (tmp_path / "va.trees.onnx").exists()
 
 
+def test_a_network_written_over_another_keeps_the_trees_only_if_they_fit_its_rows(va_with_trees, l2p_db, tmp_path):
+    network, _ = va_with_trees
+    trees = tmp_path / "va.trees.onnx"
+    shutil.copy(network.with_name("va.trees.onnx"), trees)
+    # trained again on the same rows (va, split and seed 0): the trees still fit them and stay
+    result = cnmtune("train", "--db", str(l2p_db), "--exclude", "red", "-o", str(tmp_path / "va.onnx"), "--epochs", "1",
+                     "--threads", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    assert trees.is_file() and "removed" not in result.stderr
+    # fine-tuned on red, over the same file: other rows, so the trees go, and the output says so
+    result = cnmtune("finetune", str(network), "--db", str(l2p_db), "--kernel", "red", "--epochs", "1",
+                     "--threads", "1", "-o", str(tmp_path / "va.onnx"), "--json")
+    assert result.returncode == 0, result.stderr
+    assert not trees.exists() and f"removed {trees}: its trees were fitted on other rows" in result.stderr
+
+
 def test_user_errors_are_one_line_and_exit_1_or_for_a_bad_option_2(l2p_db, tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a model at all")
