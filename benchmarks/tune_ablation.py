@@ -18,7 +18,7 @@ at their default presets on one rank (64 DPUs, or the most the size allows).
     python benchmarks/tune_ablation.py [--kernels prim,pim-ml,benchmarks/unseen/stencil,...]
         [--arms model,model-static,heuristic,random] [--budgets 10,20,40] [--size default] [--dpus 64]
         [--seeds 3] [--model M.onnx] [--pipelines 100] [--top-k 10] [--rounds 5] [--workers 2]
-        [--reuse EARLIER.json ...] [--json benchmarks/results/tune_ablation.json]
+        [--reuse EARLIER.json [--reuse LATER.json ...]] [--json benchmarks/results/tune_ablation.json]
 
 ``--reuse`` takes the tunes of the arms not in ``--arms`` from earlier outputs of this script with
 the same budgets and search settings (for example the baselines, after a change to the model arms
