@@ -7,7 +7,7 @@ that word. ``add_stack_slots`` rewrites an ISA's ``LoopFacts`` so that each word
 (a frame register plus a constant offset) is a register numbered from ``SLOT_BASE`` up, which the
 trip-count analysis (cnmtune.costmodel.analysis.trips) then reads like any register:
 
-- a forward pass over each function's CFG tracks the registers that hold a slot's word plus a
+- a forward pass over the CFG of each function with a loop tracks the registers that hold a slot's word plus a
   constant (a word load from the slot, then adds of constants) or a constant, and the slots that
   hold a constant; where paths join, a register keeps what every path into the join agrees on (a
   constant c on one path and the slot's word plus k on another agree where that path's slot holds
@@ -53,8 +53,9 @@ def add_stack_slots(facts: LoopFacts, frame: Collection[int], stored: Sequence[_
     ``r22``). ``stored``: for each store, what it writes to memory, ``(register, 0)`` or ``(None,
     constant)`` for an immediate; None for other instructions. ``calls``: the instructions that
     call a function. ``fixed``: read-only registers and their values (rv32 ``x0``; the DPU's
-    ``zero`` and ``one``). ``functions`` and their ``cfgs``: where the pass runs;
-    ``function_of``: the index into ``functions`` of every instruction."""
+    ``zero`` and ``one``). ``functions`` and their ``cfgs``: where the pass runs (the functions
+    with a loop: only a loop's trip count reads slots); ``function_of``: the index into
+    ``functions`` of every instruction."""
     slots: dict[tuple[int, int], int] = {}
     slot_of: dict[int, int] = {}
     for i in range(len(facts.writes)):
@@ -62,8 +63,8 @@ def add_stack_slots(facts: LoopFacts, frame: Collection[int], stored: Sequence[_
             slot_of[i] = slots.setdefault((facts.mem_base[i], facts.mem_offset[i]), SLOT_BASE + len(slots))
     with_slots = set(function_of[list(slot_of)].tolist())
     for k, (function, cfg) in enumerate(zip(functions, cfgs)):
-        if k not in with_slots:
-            continue  # no register can hold a slot's word: nothing to rewrite
+        if k not in with_slots or not cfg.loops:
+            continue  # no register can hold a slot's word, or no loop whose trips a slot could count
         ends = [*cfg.leaders[1:], function.count]
         blocks = [(function.first + a, function.first + b) for a, b in zip(cfg.leaders, ends)]
         out: list[dict[int, _Value] | None] = [None] * len(blocks)
@@ -77,7 +78,7 @@ def add_stack_slots(facts: LoopFacts, frame: Collection[int], stored: Sequence[_
             return {} if b == 0 or not known else _meet(known)
 
         # passes in address order; a block runs again only when what flows into it has changed
-        stale, passes = set(range(len(blocks))) if cfg.loops else set(), 0  # no loop: one pass is enough
+        stale, passes = set(range(len(blocks))), 0
         while stale and passes < _MAX_PASSES:
             passes += 1
             for b in range(len(blocks)):
