@@ -7,9 +7,9 @@ that word. ``add_stack_slots`` rewrites an ISA's ``LoopFacts`` so that each word
 (a frame register plus a constant offset) is a register numbered from ``SLOT_BASE`` up, which the
 trip-count analysis (cnmtune.costmodel.analysis.trips) then reads like any register:
 
-- a forward pass over the CFG of each function with a loop tracks the registers that hold a slot's word plus a
-  constant (a word load from the slot, then adds of constants) or a constant, and the slots that
-  hold a constant; where paths join, a register keeps what every path into the join agrees on (a
+- a forward pass over the CFG of each function with a loop tracks the registers that hold a
+  slot's word plus a constant (a word load from the slot, then adds of constants) or a constant,
+  and the slots that hold a constant; where paths join, a register keeps what every path into the join agrees on (a
   constant c on one path and the slot's word plus k on another agree where that path's slot holds
   c - k); the state repeats round loops until it settles; a call forgets everything;
 - a word store to a slot writes the slot: a self-add when it stores the slot's own word plus c,

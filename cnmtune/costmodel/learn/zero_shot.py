@@ -5,7 +5,7 @@ On kernels it never saw, the trees rank variants better than the network (MODEL.
 ranking": a variant within 5 % of the best in the top 10 on 17 of 20 held-out kernels against
 the network's 12), and the network learns better from a kernel's first runs (fine-tuning; the
 trees only refit from scratch). So the tuner ranks with the trees until it first fine-tunes the
-network on the kernel's runs (cnmtune.plugin.tune.score.load_zero_shot).
+network on the kernel's runs (cnmtune.plugin.tune.search.Search.ranker).
 
 - ``trees_path(network)``: where a network's trees live.
 - ``training_rows(samples, network)``: the training, validation and test rows of a network (its
