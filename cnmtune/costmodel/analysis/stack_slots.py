@@ -9,9 +9,10 @@ trip-count analysis (cnmtune.costmodel.analysis.trips) then reads like any regis
 
 - a forward pass over the CFG of each function with a loop tracks the registers that hold a
   slot's word plus a constant (a word load from the slot, then adds of constants) or a constant,
-  and the slots that hold a constant; where paths join, a register keeps what every path into the join agrees on (a
-  constant c on one path and the slot's word plus k on another agree where that path's slot holds
-  c - k); the state repeats round loops until it settles; a call forgets everything;
+  and the slots that hold a constant; where paths join, a register keeps what every path into
+  the join agrees on (a constant c on one path and the slot's word plus k on another agree where
+  that path's slot holds c - k); the state repeats round loops until it settles; a call forgets
+  everything;
 - a word store to a slot writes the slot: a self-add when it stores the slot's own word plus c,
   a constant, or another slot plus a constant (``add_imm``); registers that held the old word
   plus k then hold the new one plus k - c (the stored register: the new word);
