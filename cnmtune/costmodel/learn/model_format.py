@@ -44,9 +44,17 @@ KEY_KIND = "cnmtune.model_kind"
 KEY_QUANTIZATION = "cnmtune.quantization"
 #: Suffix of the quantised companion of X.onnx: X.int8.onnx.
 INT8_SUFFIX = ".int8.onnx"
+#: Suffix of the zero-shot trees beside the network X.onnx: X.trees.onnx (cnmtune.costmodel.learn.zero_shot).
+TREES_SUFFIX = ".trees.onnx"
 
 REQUIRED_KEYS = (KEY_FORMAT, KEY_VERSION, KEY_SCHEMA, KEY_COLUMNS, KEY_TARGETS, KEY_TOOLCHAIN,
                  KEY_DATA_HASH, KEY_METRICS, KEY_CONFIG, KEY_GRAPH_DIGEST)
+
+
+def companion_path(path: str | os.PathLike, suffix: str) -> Path:
+    """A file that goes with the model ``X.onnx``: ``X`` + ``suffix`` (INT8_SUFFIX, TREES_SUFFIX)."""
+    path = Path(path)
+    return path.with_name(path.name.removesuffix(".onnx") + suffix)
 
 
 def graph_digest(model: onnx.ModelProto) -> str:

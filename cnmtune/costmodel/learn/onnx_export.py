@@ -75,8 +75,7 @@ def export_onnx(model: L2PModel, path: str | os.PathLike, *, schema: FeatureSche
 
 def int8_path(path: str | os.PathLike) -> Path:
     """Where the int8 companion of ``X.onnx`` goes: ``X.int8.onnx``."""
-    path = Path(path)
-    return path.with_name(path.name.removesuffix(".onnx") + fmt.INT8_SUFFIX)
+    return fmt.companion_path(path, fmt.INT8_SUFFIX)
 
 
 def quantize_model(path: str | os.PathLike, output: str | os.PathLike | None = None,

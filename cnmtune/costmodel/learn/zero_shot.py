@@ -22,26 +22,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cnmtune.costmodel.learn import model_format as fmt
 from cnmtune.costmodel.learn.baselines import GbtBaseline
 from cnmtune.costmodel.learn.cost_model import L2PCostModel
 from cnmtune.costmodel.learn.samples import SampleSet
 from cnmtune.costmodel.learn.scorer import Scorer
 from cnmtune.errors import ModelError
 
-TREES_SUFFIX = ".trees.onnx"
-
-
 def trees_path(network: str | Path) -> Path:
     """``X.trees.onnx`` for the network ``X.onnx``."""
-    network = Path(network)
-    return network.with_name(network.name.removesuffix(".onnx") + TREES_SUFFIX)
+    return fmt.companion_path(network, fmt.TREES_SUFFIX)
 
 
 def training_rows(samples: SampleSet, network: Scorer) -> tuple[SampleSet, SampleSet, SampleSet]:
     """The train, validation and test sets the network loaded in ``network`` was trained and tested
     on: its kernels, split and seed from the side-car of its checkpoint (X.pt.json); rows whose
     hash is not the one in the network's metadata (other data, another export) are refused."""
-    side = network.path.with_suffix(".pt.json")
+    from cnmtune.costmodel.learn.checkpoint import sidecar  # torch: the 'train' extra the trees need anyway
+
+    side = sidecar(network.path.with_suffix(".pt"))
     try:
         meta = json.loads(side.read_text())["meta"]
         kernels, split, seed = meta["kernels"], meta["split"], int(meta["seed"])
