@@ -101,10 +101,9 @@ def decode_fields(words: np.ndarray) -> Fields:
                   imm_j=imm_j.tolist(), imm_u=imm_u.tolist(), keys=keys)
 
 
-def normalise(fields: Fields, capstone_mnemonics: list[str]) -> list[str]:
-    """The counted mnemonic of every instruction: its base mnemonic, else capstone's."""
+def base_mnemonics(fields: Fields) -> list[str | None]:
+    """The counted mnemonic of every instruction in the base ISA (this module's convention); None
+    for the others (a disassembler names those)."""
     unique, inverse = np.unique(fields.keys, return_inverse=True)
     names = [_BASE.get(k) for k in unique.tolist()]
-    if all(names):
-        return [names[j] for j in inverse.tolist()]
-    return [names[j] or capstone_mnemonics[i] for i, j in enumerate(inverse.tolist())]
+    return [names[j] for j in inverse.tolist()]

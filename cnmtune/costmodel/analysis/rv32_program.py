@@ -1,4 +1,5 @@
-"""The rv32 proxy front-end: .text decoded with capstone, attributed to functions and regions.
+"""The rv32 proxy front-end: .text decoded (capstone names what the base ISA does not), attributed to
+functions and regions.
 
 Regions come from the linker script's boundary symbols ``__cnm_text_{runtime,kernel,softlib}_
 {start,end}``: runtime (crt0 and the DPU runtime C), kernel (the user's code) and softlib
@@ -17,7 +18,7 @@ import numpy as np
 
 from cnmtune.costmodel.analysis.elf import ElfImage, constant_word
 from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, Function, text_functions
-from cnmtune.costmodel.analysis.rv32_isa import OP_AUIPC, OP_LUI, Fields, decode_fields, normalise
+from cnmtune.costmodel.analysis.rv32_isa import OP_AUIPC, OP_LUI, Fields, base_mnemonics, decode_fields
 from cnmtune.errors import ElfError
 
 _local = threading.local()
@@ -99,11 +100,11 @@ def decode_rv32(image: ElfImage) -> Program:
     n = len(words)
     bounds = region_bounds(image)
     functions, _, function_of, covered = text_functions(image, n, lambda _, address: _region(address, bounds))
-    capstone_mnemonics, padding = _decode(image, words, covered, functions, function_of)
     fields = decode_fields(words)
+    mnemonics, padding = _decode(image, words, covered, functions, function_of, base_mnemonics(fields))
     return Program(name=image.name, text_address=image.text_address, words=words, fields=fields,
-                   mnemonics=normalise(fields, capstone_mnemonics), functions=functions,
-                   function_of=function_of, padding=padding, regions_known=bounds is not None,
+                   mnemonics=mnemonics, functions=functions, function_of=function_of, padding=padding,
+                   regions_known=bounds is not None,
                    constant_data=image.constant_data)
 
 
@@ -116,26 +117,30 @@ def _region(address: int, bounds: dict[str, tuple[int, int]] | None) -> str:
     return RUNTIME
 
 
-def _decode(image: ElfImage, words: np.ndarray, covered: np.ndarray,
-            functions: tuple[Function, ...], function_of: np.ndarray):
-    """Capstone's mnemonic per word; zero words outside functions are alignment padding."""
+def _decode(image: ElfImage, words: np.ndarray, covered: np.ndarray, functions: tuple[Function, ...],
+            function_of: np.ndarray, base: list[str | None]) -> tuple[list[str], np.ndarray]:
+    """Every word's mnemonic: its `base` one, else capstone's (a word is 4 bytes: rv32i without
+    compressed instructions, so each decodes on its own); a zero word outside functions is
+    alignment padding ('')."""
     md = _capstone()
-    code, base = image.text, image.text_address
-    mnemonics: list[str] = []
+    code, base_address = image.text, image.text_address
+    mnemonics = list(base)
     padding = np.zeros(len(words), dtype=bool)
-    offset = 0
-    while offset < len(code):
-        mnemonics.extend(m for _, _, m, _ in md.disasm_lite(code[offset:], base + offset))
-        offset = 4 * len(mnemonics)
-        if offset < len(code):
-            index = offset // 4
-            word = int(words[index])
-            if word != 0 or covered[index]:
-                where = functions[int(function_of[index])].name
-                raise ElfError(
-                    f"{image.name}: undecodable instruction word 0x{word:08x} at "
-                    f"0x{base + offset:08x} (in {where}); the proxy decoder reads rv32i "
-                    "4-byte instructions")
-            padding[index] = True
-            mnemonics.append("")
+    for index, name in enumerate(base):
+        if name is not None:
+            continue
+        offset = 4 * index
+        decoded = [m for _, _, m, _ in md.disasm_lite(code[offset:offset + 4], base_address + offset)]
+        if decoded:
+            mnemonics[index] = decoded[0]
+            continue
+        word = int(words[index])
+        if word != 0 or covered[index]:
+            where = functions[int(function_of[index])].name
+            raise ElfError(
+                f"{image.name}: undecodable instruction word 0x{word:08x} at "
+                f"0x{base_address + offset:08x} (in {where}); the proxy decoder reads rv32i "
+                "4-byte instructions")
+        padding[index] = True
+        mnemonics[index] = ""
     return mnemonics, padding

@@ -5,9 +5,11 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import capstone
 import pytest
 
 from cnmtune.costmodel import extract_features, load_elf
+from cnmtune.costmodel.analysis.rv32_program import decode_rv32
 from cnmtune.errors import ElfError, NotAnElf, TruncatedElf, UnsupportedMachine
 from proxy_build import zig_cc
 
@@ -108,3 +110,16 @@ def test_an_undecodable_word_names_its_address_and_function(elf_o0, tmp_path):
     with pytest.raises(ElfError) as info:
         extract_features(bad)
     assert f"0x{main.address + 8:08x}" in str(info.value) and "main" in str(info.value)
+
+
+def test_a_fence_with_reserved_fields_set_is_a_fence(elf_o0, tmp_path):
+    # The unprivileged spec (FENCE, FENCE.I): base implementations ignore rd, rs1 and an unknown
+    # fm, so the word executes as a fence; capstone refuses it, the base-ISA decoding does not.
+    word = 0x0B500A0F  # fence with rd = x20, rs1 = x0, fm = 0
+    md = capstone.Cs(capstone.CS_ARCH_RISCV, capstone.CS_MODE_RISCV32)
+    assert not list(md.disasm_lite(struct.pack("<I", word), 0))
+    image = load_elf(elf_o0)
+    main = next(f for f in image.functions if f.name == "main")
+    index = (main.address - image.text_address) // 4 + 2
+    fenced = patched(elf_o0, tmp_path, image.data.index(image.text) + 4 * index, "<I", word)
+    assert decode_rv32(load_elf(fenced)).mnemonics[index] == "fence"

@@ -9,7 +9,7 @@ import capstone
 import numpy as np
 import pytest
 
-from cnmtune.costmodel.analysis.rv32_isa import RV32I_MNEMONICS, decode_fields, normalise
+from cnmtune.costmodel.analysis.rv32_isa import RV32I_MNEMONICS, base_mnemonics, decode_fields
 
 # What capstone prints for a pseudo-instruction -> the base instruction it encodes.
 ALIASES = {"mv": "addi", "li": "addi", "nop": "addi", "not": "xori", "neg": "sub",
@@ -43,7 +43,7 @@ def decoded():
             rows.append((w, insns[0][2], insns[0][3]))
     words = np.array([w for w, _, _ in rows], dtype=np.uint32)
     fields = decode_fields(words)
-    return rows, fields, normalise(fields, [m for _, m, _ in rows])
+    return rows, fields, [base or m for base, (_, m, _) in zip(base_mnemonics(fields), rows)]
 
 
 def test_vocabulary_is_the_sorted_base_isa_without_pseudo_forms():
