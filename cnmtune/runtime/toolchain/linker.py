@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import struct
+from dataclasses import dataclass
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -76,14 +77,35 @@ def _align(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
 
+@dataclass(frozen=True, eq=False)
+class _Input:
+    """An input object and what a link reads of it whatever the other inputs are (made once per
+    process for the DPU runtime and compiler_rt: its 890 sections and 1,081 named locals are
+    most of a link's)."""
+
+    obj: ObjectFile
+    keep: tuple[int, ...]  # its allocated sections that dpu.ld KEEPs
+    attributes: frozenset[bytes]  # its .riscv.attributes sections
+    absolute_locals: frozenset[int]  # positions (ObjectFile.named_locals) of the locals lld writes as absolute
+
+
+def _input(obj: ObjectFile) -> _Input:
+    absolute = frozenset(position for section, positions in obj.locals_by_section.items()
+                         if section == SHN_ABS or (0 < section < 0xFF00 and _kept_absolute(
+                             obj.sections[section].name, obj.sections[section].flags))
+                         for position in positions)
+    keep = tuple(sec.index for sec in obj.sections if sec.flags & SHF_ALLOC and _matches(sec.name, KEEP))
+    return _Input(obj, keep, frozenset(sec.data for sec in obj.sections if sec.type == SHT_RISCV_ATTRIBUTES), absolute)
+
+
 @functools.lru_cache(maxsize=4)
-def _library(runtime: tuple[Path, ...], archive: Path) -> tuple[tuple[ObjectFile, ...], ObjectFile]:
+def _library(runtime: tuple[Path, ...], archive: Path) -> tuple[tuple[_Input, ...], _Input]:
     """The DPU runtime's objects and compiler_rt's one member, parsed once per process."""
     members = archive_members(archive.read_bytes(), str(archive))
     if len(members) != 1:
         raise Unsupported(f"{archive} has {len(members)} members")
-    return (tuple(ObjectFile.parse(p.name, p.read_bytes()) for p in runtime),
-            ObjectFile.parse(members[0][0], members[0][1]))
+    return (tuple(_input(ObjectFile.parse(p.name, p.read_bytes())) for p in runtime),
+            _input(ObjectFile.parse(members[0][0], members[0][1])))
 
 
 @functools.lru_cache(maxsize=1)
@@ -100,28 +122,30 @@ def link(objects: Sequence[bytes], runtime: Sequence[Path], archive: Path, nr_ta
     if not (1 <= nr_tasklets <= STACK_TABLE_ENTRIES and stack_size > 0 and stack_size % 8 == 0):
         raise Unsupported("NR_TASKLETS or STACK_SIZE_DEFAULT outside what dpu.ld asserts")
     library, softlib = _library(tuple(runtime), archive)
-    files = [ObjectFile.parse(f"object {i}", data) for i, data in enumerate(objects)] + list(library)
-    return _Link(files, softlib, nr_tasklets, stack_size).write()
+    inputs = [_input(ObjectFile.parse(f"object {i}", data)) for i, data in enumerate(objects)] + list(library)
+    return _Link(inputs, softlib, nr_tasklets, stack_size).write()
 
 
 class _Link:
     """One link's state: the files, the global symbols, the live sections and their addresses."""
 
-    def __init__(self, files: list[ObjectFile], softlib: ObjectFile, nr_tasklets: int, stack_size: int):
+    def __init__(self, inputs: list[_Input], softlib: _Input, nr_tasklets: int, stack_size: int):
         self.nr_tasklets, self.stack_size = nr_tasklets, stack_size
-        self.files = files
+        self.inputs = inputs
+        self.files = [i.obj for i in inputs]
         self.globals: dict[str, tuple[int, int]] = {}  # name -> (file, symbol index) of its definition
         self.order: dict[str, None] = {}  # global names in the order the inputs named them
-        for f in range(len(files)):
+        for f in range(len(inputs)):
             self._add(f)
-        if any(name not in self.globals for f in files for name in f.undefined & softlib.defines):
-            files.append(softlib)
-            self._add(len(files) - 1)
-        self.softlib = len(files) - 1 if files[-1] is softlib else None
+        if any(name not in self.globals for f in self.files for name in f.undefined & softlib.obj.defines):
+            inputs.append(softlib)
+            self.files.append(softlib.obj)
+            self._add(len(inputs) - 1)
+        self.softlib = len(inputs) - 1 if inputs[-1] is softlib else None
         self._check()
         self.live = self._mark()
-        self.allocated = [(f, sec) for f, obj in enumerate(files) for sec in obj.sections
-                          if (f, sec.index) in self.live and sec.flags & SHF_ALLOC]  # in input order
+        self.allocated = [(f, sec) for f, i in sorted(self.live)  # in input order
+                          if (sec := self.files[f].sections[i]).flags & SHF_ALLOC]
         self.address: dict[tuple[int, int], int] = {}
         self.placed: dict[str, list[tuple[int, Section]]] = {}
         self.symbols: dict[str, int] = {}
@@ -145,8 +169,7 @@ class _Link:
         if any(f.e_flags != first.e_flags or f.has_rel for f in self.files):
             raise Unsupported("inputs that differ in ELF flags, or REL relocations")
         self.e_flags = first.e_flags
-        self.attributes = _merged_attributes({sec.data for f in self.files for sec in f.sections
-                                              if sec.type == SHT_RISCV_ATTRIBUTES})
+        self.attributes = _merged_attributes(frozenset().union(*(i.attributes for i in self.inputs)))
 
     def target(self, f: int, k: int) -> tuple[int, int] | None:
         """The (file, symbol index) a reference resolves to (None: an undefined weak symbol)."""
@@ -161,8 +184,7 @@ class _Link:
     def _mark(self) -> set[tuple[int, int]]:
         """--gc-sections: the sections reachable from the entry and the KEEP sections."""
         live: set[tuple[int, int]] = set()
-        work = [(f, sec.index) for f, obj in enumerate(self.files) for sec in obj.sections
-                if sec.flags & SHF_ALLOC and _matches(sec.name, KEEP)]
+        work = [(f, i) for f, found in enumerate(self.inputs) for i in found.keep]
         if "__bootstrap" not in self.globals:
             raise Unsupported("no entry symbol __bootstrap")
         f, k = self.globals["__bootstrap"]
@@ -342,12 +364,11 @@ class _Link:
             return len(strings) - len(name) - 1
 
         entries = [(0, 0, 0, 0, 0, 0)]
-        for f, obj in enumerate(self.files):
-            kept = sorted(position for section, positions in obj.locals_by_section.items()
-                          if section == SHN_ABS or (f, section) in where
-                          or (0 < section < 0xFF00 and _kept_absolute(obj.sections[section].name,
-                                                                      obj.sections[section].flags))
-                          for position in positions)
+        placed_in: list[list[int]] = [[] for _ in self.files]
+        for f, section in where:
+            placed_in[f].append(section)
+        for f, (obj, found) in enumerate(zip(self.files, self.inputs)):
+            kept = sorted(found.absolute_locals.union(*(obj.locals_by_section.get(i, ()) for i in placed_in[f])))
             for position in kept:
                 s = obj.named_locals[position]
                 value, shndx = located(f, s) or (0, SHN_ABS)  # not located: a section lld keeps as absolute 0
