@@ -21,6 +21,7 @@ Sizes that are not constants (the last, partial block of a stream) are left out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,10 +53,17 @@ class BufferSizes:
                            {int(index_map[i]): v for i, v in self.alloc.items()})
 
 
-def rv32_buffer_sizes(program: Program, cfgs: tuple[FunctionCfg, ...],
-                      sites: list[CallSite]) -> BufferSizes:
-    """Constant sizes at the proxy's calls to the DMA routines and to ``mem_alloc``."""
-    found = argument_constants(program, cfgs, sites, {**DMA_ROUTINES, **ALLOC_ROUTINES})  # one dataflow pass
+def argument_sizes(program: Program, cfgs: tuple[FunctionCfg, ...], sites: Sequence[CallSite]) -> dict[int, int]:
+    """The constant size passed at each of the proxy's calls to a DMA routine or ``mem_alloc``, by
+    call-site index (one dataflow pass; calls with a size not constant are left out)."""
+    return argument_constants(program, cfgs, list(sites), {**DMA_ROUTINES, **ALLOC_ROUTINES})
+
+
+def rv32_buffer_sizes(program: Program, cfgs: tuple[FunctionCfg, ...], sites: Sequence[CallSite],
+                      sizes: dict[int, int] | None = None) -> BufferSizes:
+    """Constant sizes at the proxy's calls to the DMA routines and to ``mem_alloc`` (``sizes``:
+    their ``argument_sizes`` where the caller has them)."""
+    found = argument_sizes(program, cfgs, sites) if sizes is None else sizes
     callee = {site.index: site.callee for site in sites}
     return BufferSizes({i: size for i, size in found.items() if callee[i] in DMA_ROUTINES},
                        {i: size for i, size in found.items() if callee[i] in ALLOC_ROUTINES})

@@ -24,7 +24,7 @@ from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
 from cnmtune.costmodel.analysis.dpu_facts import dpu_loop_facts
 from cnmtune.costmodel.analysis.dpu_program import decode_dpu, dpu_call_sites, dpu_cfgs
 from cnmtune.costmodel.analysis.elf import EM_DPU, ElfImage, elf_machine, load_dpu_elf, load_elf, read_source
-from cnmtune.costmodel.analysis.lowering import lowered_elf
+from cnmtune.costmodel.analysis.lowering import LoweredElf, lowered_elf
 from cnmtune.costmodel.analysis.program import KERNEL, REGIONS, RUNTIME, SOFTLIB, Function
 from cnmtune.costmodel.analysis.rv32_facts import rv32_loop_facts
 from cnmtune.costmodel.analysis.rv32_program import decode_rv32
@@ -107,10 +107,10 @@ def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
                           ecalls={}, buffers=dpu_buffer_sizes(program, cfgs, sites))
 
 
-def lowered_frontend(image: ElfImage) -> DecodedProgram:
-    """A proxy ELF as the DPU code the UPMEM compiler would emit for it (the lowering model), in
-    the schema of real DPU ELFs (``DPU_SCHEMA_VERSION``), so one model scores proxy and SDK
-    binaries.
+def lowered_frontend(lowered: LoweredElf) -> DecodedProgram:
+    """A proxy ELF (as ``lowered_elf`` gives it) as the DPU code the UPMEM compiler would emit for
+    it (the lowering model), in the schema of real DPU ELFs (``DPU_SCHEMA_VERSION``), so one
+    model scores proxy and SDK binaries.
 
     Each rv32i word becomes the DPU instructions it lowers to (none where a neighbour absorbs
     it; ``add+lsl_add`` is two), keeping its function, loop depth and call site. IRAM is kernel
@@ -119,7 +119,6 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
     (``mram_read``, ``mram_write``, ``me``: ``ldma``, ``sdma``, ``move`` in the histogram), which
     are no calls; there are no ecall counts.
     """
-    lowered = lowered_elf(image)
     program, depth, cfgs, rv32_sites, low = (lowered.program, lowered.depth, lowered.cfgs, lowered.sites,
                                              lowered.lowering)
     power, scale = program_factors(rv32_loop_facts(program, cfgs), program.functions, cfgs)
@@ -129,14 +128,14 @@ def lowered_frontend(image: ElfImage) -> DecodedProgram:
     functions = tuple(replace(f, first=int(start[f.first]), count=int(start[f.first + f.count] - start[f.first]))
                       for f in program.functions)
     sites = tuple(replace(site, index=int(start[site.index])) for site in rv32_sites if not low.inlined(site.index))
-    return DecodedProgram(image=image, toolchain="proxy", schema_version=DPU_SCHEMA_VERSION,
+    return DecodedProgram(image=lowered.image, toolchain="proxy", schema_version=DPU_SCHEMA_VERSION,
                           mnemonics=mnemonics, functions=functions,
                           function_of=np.repeat(program.function_of, counts),
                           padding=np.zeros(len(mnemonics), dtype=bool), regions_known=program.regions_known,
                           iram_regions=(KERNEL, RUNTIME), cfgs=cfgs, loop_depth=np.repeat(depth, counts),
                           loop_power=np.repeat(power, counts), loop_scale=np.repeat(scale, counts),
                           call_sites=sites, ecalls={},
-                          buffers=rv32_buffer_sizes(program, cfgs, rv32_sites).moved(start))
+                          buffers=rv32_buffer_sizes(program, cfgs, rv32_sites, lowered.sizes).moved(start))
 
 
 def decode(source: str | Path | bytes, *, ecall_header: Path | None = None, name: str | None = None,
@@ -147,5 +146,5 @@ def decode(source: str | Path | bytes, *, ecall_header: Path | None = None, name
     if elf_machine(data) == EM_DPU:
         return dpu_frontend(load_dpu_elf(data, label), shorthands)
     if lowered:
-        return lowered_frontend(load_elf(data, label))
+        return lowered_frontend(lowered_elf(data, label))
     return rv32_frontend(load_elf(data, label), ecall_header)

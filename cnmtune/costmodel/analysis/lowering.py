@@ -45,13 +45,14 @@ from pathlib import Path
 
 import numpy as np
 
-from cnmtune.costmodel.analysis.calls import CallSite, argument_constants, call_sites
+from cnmtune.costmodel.analysis.buffers import argument_sizes
+from cnmtune.costmodel.analysis.calls import CallSite, call_sites
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
 from cnmtune.costmodel.analysis.liveness import RA, RegisterFlow, block_ranges, register_flow
 from cnmtune.costmodel.analysis.lowering_rules import INLINE_CALL_RULES, RULES, SINGLE_RULES
 from cnmtune.costmodel.analysis.rv32_isa import (OP_AUIPC, OP_BRANCH, OP_IMM, OP_JAL, OP_JALR, OP_LOAD, OP_LUI,
                                                  OP_REG, OP_STORE)
-from cnmtune.costmodel.analysis.elf import ElfImage, load_elf
+from cnmtune.costmodel.analysis.elf import ElfImage, load_elf, read_source
 from cnmtune.costmodel.analysis.program import KERNEL, RUNTIME
 from cnmtune.costmodel.analysis.rv32_program import Program, decode_rv32
 from cnmtune.dpu.slots import DpuSlots
@@ -134,19 +135,22 @@ def _expand(mnemonic: str, count: int) -> list[str]:
 
 
 def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None,
-          sites: Sequence[CallSite] | None = None) -> Lowering:
-    """Lower every instruction of ``program`` (its functions' CFGs: ``cfgs``, and its
-    ``call_sites(program, cfgs)``: ``sites``; each computed if absent)."""
+          sites: Sequence[CallSite] | None = None, sizes: dict[int, int] | None = None) -> Lowering:
+    """Lower every instruction of ``program`` (its functions' CFGs: ``cfgs``, its
+    ``call_sites(program, cfgs)``: ``sites``, and their ``argument_sizes``: ``sizes``; each
+    computed if absent)."""
     if cfgs is None:
         cfgs = loop_depths(program)[1]
     if sites is None:
         sites = call_sites(program, cfgs)
+    if sizes is None:
+        sizes = argument_sizes(program, cfgs, sites)
     work = _Lowerer(program, register_flow(program, cfgs, sites))
     for function, cfg in zip(program.functions, cfgs):
         for start, end in block_ranges(function.first, function.count, cfg):
             work.fuse_block(start, end)
         work.index_induction(function.first, function.first + function.count)
-    work.inline_builtins(cfgs, sites)
+    work.inline_builtins(cfgs, sites, sizes)
     return Lowering(work.slots, tuple(name if s else "" for name, s in zip(work.names, work.slots)),
                     tuple(work.rules))
 
@@ -369,16 +373,16 @@ class _Lowerer:
                     self.apply("index-induction", (step,), "add+lsl_add")
                     break
 
-    def inline_builtins(self, cfgs: tuple[FunctionCfg, ...], sites: list[CallSite]) -> None:
+    def inline_builtins(self, cfgs: tuple[FunctionCfg, ...], sites: Sequence[CallSite], sizes: dict[int, int]) -> None:
         """The runtime calls the SDK inlines (BUILTINS): each call site becomes the builtin's DPU
-        code, the argument copies it makes unnecessary vanish, and the wrappers' bodies cost
-        nothing (the ecall in them is the simulator's service, priced apart)."""
+        code (with the constant size of a DMA in ``sizes``), the argument copies it makes
+        unnecessary vanish, and the wrappers' bodies cost nothing (the ecall in them is the
+        simulator's service, priced apart)."""
         program = self.program
         builtin = {k for k, fn in enumerate(program.functions)
                    if fn.name in BUILTINS and (fn.region == RUNTIME or not program.regions_known)}
         calls = [s for s in sites if s.exact and s.callee_function in builtin and s.index > 0
                  and self.rules[s.index] == "call" == self.rules[s.index - 1]]
-        sizes = argument_constants(program, cfgs, calls, {"mram_read": _SIZE, "mram_write": _SIZE})
         for site in calls:
             constant, variable, arguments = BUILTINS[site.callee]
             dpu = _DMA_NAME.get(site.callee, "move")
@@ -428,13 +432,15 @@ def _compare_immediate_name(program: Program, i: int, j: int) -> str:
 
 @dataclass(frozen=True)
 class LoweredElf:
-    """A proxy ELF decoded and lowered: its program, loop depths, CFGs, call sites and lowering
-    (what the simulator's charges, the IRAM rule and the cost model's features all read)."""
+    """A proxy ELF decoded and lowered: its image, program, loop depths, CFGs, call sites and
+    lowering (what the simulator's charges, the IRAM rule and the cost model's features all read)."""
 
+    image: ElfImage
     program: Program
     depth: np.ndarray
     cfgs: tuple[FunctionCfg, ...]
     sites: tuple[CallSite, ...]
+    sizes: dict[int, int]  # argument_sizes: constant DMA and mem_alloc sizes by call site
     lowering: Lowering
 
 
@@ -445,17 +451,21 @@ _lowered: OrderedDict[str, LoweredElf] = OrderedDict()
 _lowered_lock = threading.Lock()
 
 
-def lowered_elf(image: ElfImage) -> LoweredElf:
-    """Decode and lower a proxy ELF, once per content for the last few ELFs (read-only arrays)."""
-    digest = hashlib.sha256(image.data).hexdigest()
+def lowered_elf(source: str | Path | bytes, name: str | None = None) -> LoweredElf:
+    """Load, decode and lower a proxy ELF (a path or its bytes), once per content for the last
+    few ELFs (read-only arrays)."""
+    data, label = read_source(source, name)
+    digest = hashlib.sha256(data).hexdigest()
     with _lowered_lock:
         if (hit := _lowered.get(digest)) is not None:
             _lowered.move_to_end(digest)
             return hit
+    image = load_elf(data, label)
     program = decode_rv32(image)
     depth, cfgs = loop_depths(program)
     sites = tuple(call_sites(program, cfgs))
-    result = LoweredElf(program, depth, cfgs, sites, lower(program, cfgs, sites))
+    sizes = argument_sizes(program, cfgs, sites)
+    result = LoweredElf(image, program, depth, cfgs, sites, sizes, lower(program, cfgs, sites, sizes))
     for array in (depth, result.lowering.slots):
         array.setflags(write=False)
     with _lowered_lock:
@@ -468,7 +478,7 @@ def lowered_elf(image: ElfImage) -> LoweredElf:
 def dpu_slots(source: str | Path | bytes, name: str | None = None) -> DpuSlots:
     """The value the simulator charges and the IRAM rule counts: per .text word, its lowered DPU
     instructions, and the lowered DPU instructions of kernel + runtime."""
-    lowered = lowered_elf(load_elf(source, name))
+    lowered = lowered_elf(source, name)
     slots = lowered.lowering.slots
     return DpuSlots(weights=slots, iram_instructions=int(slots[_masks(lowered.program)[1]].sum()))
 
@@ -483,7 +493,7 @@ def _masks(program: Program) -> tuple[np.ndarray, np.ndarray]:
 def lowered_summary(source: str | Path | bytes, name: str | None = None) -> dict:
     """A proxy ELF as DPU code: rv32i and lowered DPU instruction counts of the kernel and of
     IRAM (kernel + runtime), the kernel's DPU-mnemonic histogram and how often each rule applied."""
-    lowered = lowered_elf(load_elf(source, name))
+    lowered = lowered_elf(source, name)
     program, low = lowered.program, lowered.lowering
     kernel, iram = _masks(program)
     return {"kernel_rv32_instructions": int(kernel.sum()), "kernel_dpu_instructions": int(low.slots[kernel].sum()),

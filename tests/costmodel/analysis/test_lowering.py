@@ -277,14 +277,13 @@ def test_an_elf_is_lowered_once_for_its_iram_check_and_its_features(toolchain):
     """The compile's IRAM rule and the features read one lowering of the same ELF content (read
     only, so neither reader can change what the other sees); another ELF is lowered on its own."""
     binary = toolchain.compile(Variant.of(Kernel.load(ARITH), "O2", 16, {"INT32": None, "MUL": None}))
-    image = load_elf(binary.elf_path)
-    first = lowered_elf(image)
-    assert lowered_elf(load_elf(binary.elf_path.read_bytes())) is first
+    first = lowered_elf(binary.elf_path)
+    assert lowered_elf(binary.elf_path.read_bytes()) is first
     assert not first.lowering.slots.flags.writeable and not first.depth.flags.writeable
-    fresh = lower(decode_rv32(image))
+    fresh = lower(decode_rv32(load_elf(binary.elf_path)))
     assert np.array_equal(first.lowering.slots, fresh.slots) and first.lowering.rules == fresh.rules
     other = toolchain.compile(Variant.of(Kernel.load(ARITH), "O2", 16, {"INT32": None, "ADD": None}))
-    assert lowered_elf(load_elf(other.elf_path)) is not first
+    assert lowered_elf(other.elf_path) is not first
 
 
 # The SDK's vocabulary (issue 38): what the UPMEM compiler names and inlines, on hand-written
