@@ -5,8 +5,8 @@ every branch or jump. Calls (``jal``/``jalr`` that link a register) do not end a
 follow branch targets, fall-through and direct jumps (``jal x0``, ``auipc``+``jalr x0``) that
 stay in the function; a jump leaving the function is a tail call and an indirect ``jalr x0``
 (return, jump table) has no known successor, so loops built only through jump tables are not
-seen. Natural loops come from dominators (networkx.immediate_dominators): an edge u->h is a
-back edge when h dominates u, the loop is h plus every node reaching u without passing h, and
+seen. Natural loops come from dominators (``immediate_dominators``): an edge u->h is a back
+edge when h dominates u, the loop is h plus every node reaching u without passing h, and
 loops sharing a header are one loop. An instruction's loop depth is the number of loops holding
 it; irreducible cycles (no dominating header) add no depth.
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from cnmtune.costmodel.analysis.program import Function
@@ -58,18 +58,21 @@ class FunctionCfg:
         """The block holding the instruction ``offset`` places after the function's start."""
         return bisect.bisect_right(self.leaders, offset) - 1
 
-    def instruction_depths(self, count: int) -> np.ndarray:
-        """Loop depth of each of the function's ``count`` instructions."""
-        lengths = np.diff(np.append(np.asarray(self.leaders), count))
-        return np.repeat(np.asarray(self.block_depth, dtype=np.int32), lengths)
-
 
 def loop_depths(program: Program) -> tuple[np.ndarray, tuple[FunctionCfg, ...]]:
     """The loop depth of every instruction and the CFG of every function of ``program``."""
     cfgs = tuple(function_cfg(program, f) for f in program.functions)
-    depth = np.concatenate([c.instruction_depths(f.count)
-                            for c, f in zip(cfgs, program.functions)])
-    return depth, cfgs
+    return instruction_depths(cfgs, program.functions), cfgs
+
+
+def instruction_depths(cfgs: Sequence[FunctionCfg], functions: Sequence[Function]) -> np.ndarray:
+    """The loop depth of every instruction of ``functions`` (in order; their CFGs: ``cfgs``)."""
+    depths: list[int] = []
+    lengths: list[int] = []  # of every block of every function, in order: one repeat for all
+    for cfg, function in zip(cfgs, functions):
+        depths.extend(cfg.block_depth)
+        lengths.extend(end - start for start, end in zip(cfg.leaders, (*cfg.leaders[1:], function.count)))
+    return np.repeat(np.asarray(depths, dtype=np.int32), lengths)
 
 
 def function_cfg(program: Program, function: Function) -> FunctionCfg:
@@ -135,9 +138,9 @@ def cfg_from_transfers(transfers: list[tuple[int, int | None, bool]],
         preds[v].append(u)
         succs[u].append(v)
     bodies: dict[int, set[int]] = {}
-    # Most functions have no cycle at all; networkx is only worth its cost when one exists.
+    # Most functions have no cycle at all: dominators are only worth their cost where one exists.
     if any(v <= u for u, v in edges) and _has_cycle(succs):
-        bodies = _natural_loops(len(starts), edges, preds)
+        bodies = _natural_loops(edges, preds, succs)
     depth = [0] * len(starts)
     for body in bodies.values():
         for b in body:
@@ -172,14 +175,51 @@ def _has_cycle(succs: list[list[int]]) -> bool:
     return False
 
 
-def _natural_loops(blocks: int, edges: list[tuple[int, int]],
-                   preds: list[list[int]]) -> dict[int, set[int]]:
+def immediate_dominators(preds: list[list[int]], succs: list[list[int]]) -> dict[int, int]:
+    """The immediate dominator of every block reachable from block 0 (block 0: itself), by the
+    iterative algorithm of Cooper, Harvey and Kennedy ("A Simple, Fast Dominance Algorithm",
+    2001) over a reverse postorder."""
+    postorder, seen = [], {0}
+    stack = [(0, iter(succs[0]))]
+    while stack:
+        node, successors = stack[-1]
+        for v in successors:
+            if v not in seen:
+                seen.add(v)
+                stack.append((v, iter(succs[v])))
+                break
+        else:
+            postorder.append(node)
+            stack.pop()
+    number = {b: k for k, b in enumerate(postorder)}  # a dominator has the higher number
+    idom = {0: 0}
+
+    def common(a: int, b: int) -> int:
+        while a != b:
+            while number[a] < number[b]:
+                a = idom[a]
+            while number[b] < number[a]:
+                b = idom[b]
+        return a
+
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(postorder[:-1]):  # reverse postorder without block 0
+            done = [p for p in preds[b] if p in idom]
+            new = done[0]
+            for p in done[1:]:
+                new = common(p, new)
+            if idom.get(b) != new:
+                idom[b] = new
+                changed = True
+    return idom
+
+
+def _natural_loops(edges: list[tuple[int, int]], preds: list[list[int]],
+                   succs: list[list[int]]) -> dict[int, set[int]]:
     """The blocks of each natural loop, by header."""
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(blocks))
-    graph.add_edges_from(edges)
-    idom = nx.immediate_dominators(graph, 0)
-    idom[0] = 0  # networkx >= 3.5 leaves the start node out
+    idom = immediate_dominators(preds, succs)
 
     def dominates(h: int, u: int) -> bool:
         while u != h:

@@ -20,7 +20,7 @@ import numpy as np
 
 from cnmtune.costmodel.analysis.buffers import BufferSizes, dpu_buffer_sizes, rv32_buffer_sizes
 from cnmtune.costmodel.analysis.calls import CallSite, call_sites, ecall_sites
-from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
+from cnmtune.costmodel.analysis.cfg import FunctionCfg, instruction_depths, loop_depths
 from cnmtune.costmodel.analysis.dpu_facts import dpu_loop_facts
 from cnmtune.costmodel.analysis.dpu_program import decode_dpu, dpu_call_sites, dpu_cfgs
 from cnmtune.costmodel.analysis.elf import EM_DPU, ElfImage, elf_machine, load_dpu_elf, load_elf, read_source
@@ -95,7 +95,7 @@ def dpu_frontend(image: ElfImage, shorthands: bool = True) -> DecodedProgram:
     """
     program = decode_dpu(image, shorthands)
     cfgs = dpu_cfgs(program)
-    depth = np.concatenate([c.instruction_depths(f.count) for c, f in zip(cfgs, program.functions)])
+    depth = instruction_depths(cfgs, program.functions)
     power, scale = program_factors(dpu_loop_facts(program, cfgs), program.functions, cfgs)
     sites = dpu_call_sites(program)
     return DecodedProgram(image=image, toolchain="upmem",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
+import networkx as nx
 import numpy as np
 
 from cnmtune.costmodel.analysis.callgraph import inlined_weights
 from cnmtune.costmodel.analysis.calls import argument_constants, call_sites, ecall_sites
-from cnmtune.costmodel.analysis.cfg import function_cfg, loop_depths
+from cnmtune.costmodel.analysis.cfg import function_cfg, immediate_dominators, loop_depths
 from rv32_asm import assemble, decoded, program
 
 SERVICES = {4: "MRAM_READ", 5: "MRAM_WRITE", 8: "BARRIER_WAIT"}
@@ -57,6 +60,26 @@ def test_irreducible_cycle_is_not_a_natural_loop():
                           ("ret",)]))
     cfg = function_cfg(p, p.functions[0])
     assert cfg.loops == 0 and set(cfg.block_depth) == {0}
+
+
+def test_immediate_dominators_agree_with_networkx_on_random_graphs():
+    """Cooper-Harvey-Kennedy against networkx.immediate_dominators: unreachable blocks, self
+    loops, repeated edges and irreducible cycles included."""
+    rng = random.Random(11)
+    for _ in range(500):
+        n = rng.randint(1, 25)
+        edges = [(rng.randrange(n), rng.randrange(n)) for _ in range(rng.randint(0, 3 * n))]
+        edges += [(b, b + 1) for b in range(n - 1) if rng.random() < 0.6]
+        preds: list[list[int]] = [[] for _ in range(n)]
+        succs: list[list[int]] = [[] for _ in range(n)]
+        for u, v in edges:
+            preds[v].append(u)
+            succs[u].append(v)
+        graph = nx.DiGraph()
+        graph.add_nodes_from(range(n))
+        graph.add_edges_from(edges)
+        expected = {**nx.immediate_dominators(graph, 0), 0: 0}  # networkx >= 3.5 leaves the start out
+        assert immediate_dominators(preds, succs) == expected, edges
 
 
 def test_calls_do_not_end_blocks_and_analysis_is_cached_by_bytes():
