@@ -204,12 +204,6 @@ class _Lowerer:
             if charge and name is not None:
                 self.names[index] = name
 
-    def _reads(self, k: int, reg: int) -> bool:
-        return bool((self.flow.uses[k] >> reg) & 1)
-
-    def _writes(self, k: int, reg: int) -> bool:
-        return bool((self.flow.defs[k] >> reg) & 1)
-
     def dead_after(self, k: int, reg: int) -> bool:
         """Whether ``reg`` is dead after instruction ``k``."""
         return not (self.flow.live_after[k] >> reg) & 1
@@ -217,16 +211,19 @@ class _Lowerer:
     def next_reader(self, i: int, end: int, reg: int) -> int | None:
         """The first instruction of (i, end) that reads ``reg``, or None if one writes it first or
         none reads it."""
+        uses, defs, bit = self.flow.uses, self.flow.defs, 1 << reg
         for k in range(i + 1, end):
-            if self._reads(k, reg):
+            if uses[k] & bit:
                 return k
-            if self._writes(k, reg):
+            if defs[k] & bit:
                 return None
         return None
 
     def kept(self, i: int, j: int, *regs: int) -> bool:
         """Whether no instruction of (i, j) writes any of ``regs``."""
-        return not any(self._writes(k, r) for k in range(i + 1, j) for r in regs if r)
+        mask = sum({1 << r for r in regs if r})
+        defs = self.flow.defs
+        return not any(defs[k] & mask for k in range(i + 1, j))
 
     def fuse_block(self, start: int, end: int) -> None:
         """Apply the fusion rules to the instructions [start, end) of one basic block."""
