@@ -54,6 +54,10 @@ class FunctionCfg:
     loop_headers: tuple[int, ...] = ()
     loop_bodies: tuple[frozenset[int], ...] = ()
 
+    def block_lengths(self, count: int) -> list[int]:
+        """The instructions of each block of a function of ``count`` instructions."""
+        return [end - start for start, end in zip(self.leaders, (*self.leaders[1:], count))]
+
     def block_of(self, offset: int) -> int:
         """The block holding the instruction ``offset`` places after the function's start."""
         return bisect.bisect_right(self.leaders, offset) - 1
@@ -71,7 +75,7 @@ def instruction_depths(cfgs: Sequence[FunctionCfg], functions: Sequence[Function
     lengths: list[int] = []  # of every block of every function, in order: one repeat for all
     for cfg, function in zip(cfgs, functions):
         depths.extend(cfg.block_depth)
-        lengths.extend(end - start for start, end in zip(cfg.leaders, (*cfg.leaders[1:], function.count)))
+        lengths.extend(cfg.block_lengths(function.count))
     return np.repeat(np.asarray(depths, dtype=np.int32), lengths)
 
 

@@ -102,17 +102,15 @@ def loop_factors(facts: LoopFacts, first: int, count: int, cfg: FunctionCfg) -> 
                  for header, body in zip(cfg.loop_headers, cfg.loop_bodies))
 
 
-def instruction_factors(cfg: FunctionCfg, count: int, factors: tuple[Factor, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(power, scale) of each of the function's ``count`` instructions: the product of the
-    factors of the loops holding it."""
-    power = np.zeros(len(cfg.leaders), dtype=np.int32)
-    scale = np.ones(len(cfg.leaders), dtype=np.float64)
+def block_factors(cfg: FunctionCfg, factors: tuple[Factor, ...]) -> tuple[list[int], list[float]]:
+    """(power, scale) of each block of a function: the product of the ``factors`` of the loops
+    holding it."""
+    power, scale = [0] * len(cfg.leaders), [1.0] * len(cfg.leaders)
     for body, (p, s) in zip(cfg.loop_bodies, factors):
-        blocks = list(body)
-        power[blocks] += p
-        scale[blocks] *= s
-    lengths = np.diff(np.append(np.asarray(cfg.leaders), count))
-    return np.repeat(power, lengths), np.repeat(scale, lengths)
+        for b in body:
+            power[b] += p
+            scale[b] *= s
+    return power, scale
 
 
 @dataclass(frozen=True)
@@ -292,8 +290,13 @@ def _value_set_by(facts: LoopFacts, i: int) -> tuple[int | None, int] | None:
 def program_factors(facts: LoopFacts, functions: Sequence[Function],
                     cfgs: Sequence[FunctionCfg]) -> tuple[np.ndarray, np.ndarray]:
     """(power, scale) of every instruction of a program, function after function."""
-    parts = [instruction_factors(cfg, f.count, loop_factors(facts, f.first, f.count, cfg))
-             for f, cfg in zip(functions, cfgs)]
-    if not parts:
-        return np.zeros(0, dtype=np.int32), np.ones(0, dtype=np.float64)
-    return np.concatenate([p for p, _ in parts]), np.concatenate([s for _, s in parts])
+    power: list[int] = []
+    scale: list[float] = []
+    lengths: list[int] = []  # of every block of every function: one repeat for all
+    for f, cfg in zip(functions, cfgs):
+        p, s = block_factors(cfg, loop_factors(facts, f.first, f.count, cfg))
+        power.extend(p)
+        scale.extend(s)
+        lengths.extend(cfg.block_lengths(f.count))
+    return (np.repeat(np.asarray(power, dtype=np.int32), lengths),
+            np.repeat(np.asarray(scale, dtype=np.float64), lengths))
