@@ -24,7 +24,8 @@ CODEGEN_TAG = "schedbu"  # names CODEGEN_OPTIONS in toolchain identities
 
 
 @functools.lru_cache(maxsize=1)
-def _target() -> llvm.Target:
+def initialise_targets() -> llvm.Target:
+    """LLVM's targets and code generation options, set up once per process: the rv32 target."""
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
     for option in CODEGEN_OPTIONS:
@@ -35,6 +36,6 @@ def _target() -> llvm.Target:
 def rv32_target_machine(codegen_level: int) -> llvm.TargetMachine:
     """A new rv32i/ilp32 target machine (static relocation, small code model) at -O`codegen_level`
     (one per user: a target machine is not shared between threads)."""
-    return _target().create_target_machine(
+    return initialise_targets().create_target_machine(
         cpu="generic-rv32", features="", opt=codegen_level, reloc="static", codemodel="small", abiname="ilp32",
     )  # small = medlow: direct calls and lui/addi addresses, not llvmlite's constant pools

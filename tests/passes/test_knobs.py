@@ -1,8 +1,11 @@
 """LLVM knobs in pipelines: parsing, canonical text, and that a knob changes one build only."""
 
 import hashlib
+import os
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import llvmlite.binding as llvm
 import pytest
@@ -100,11 +103,39 @@ def test_a_dead_knob_process_is_one_error_and_the_next_build_starts_another(va):
     ir = toolchain.frontend(Variant.of(va, "O2", 16), va.sources[0])
     pipeline = Pipeline.parse("O2,unroll-count=5")
     first = toolchain.codegen(toolchain.optimize(ir, pipeline))
-    knob_process(pipeline.knobs, toolchain.codegen_level)._process.kill()
+    os.kill(knob_process(pipeline.knobs, toolchain.codegen_level).pid, signal.SIGKILL)
     with pytest.raises(CompileError, match=r"^the process optimising with LLVM knobs unroll-count=5 died "
                                            r"\(exit status -9\) on O2,unroll-count=5$"):
         toolchain.optimize(ir, pipeline)
     assert toolchain.codegen(toolchain.optimize(ir, pipeline)) == first  # the same object from a new process
+
+
+def _parent_pid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_knob_processes_are_forked_by_one_server_and_a_forked_caller_gets_its_own(va):
+    """Each knob set's process is forked by this process's fork server (no new interpreter per
+    knob set); a process forked from this one starts a server of its own and builds the same
+    object, while this one's processes keep answering it."""
+    toolchain = ProxyToolchain()
+    ir = toolchain.frontend(Variant.of(va, "O2", 16), va.sources[0])
+    first, second = Pipeline.parse("O2,unroll-count=2"), Pipeline.parse("O2,unroll-count=3")
+    built = toolchain.codegen(toolchain.optimize(ir, first))
+    toolchain.optimize(ir, second)
+    servers = {_parent_pid(knob_process(p.knobs, toolchain.codegen_level).pid) for p in (first, second)}
+    assert len(servers) == 1 and _parent_pid(servers.pop()) == os.getpid()
+    child = os.fork()
+    if child == 0:  # the forked child answers with its exit status, whatever happens
+        ok = False
+        try:
+            ours = knob_process(first.knobs, toolchain.codegen_level)
+            ok = toolchain.codegen(toolchain.optimize(ir, first)) == built \
+                and _parent_pid(_parent_pid(ours.pid)) == os.getpid()
+        finally:
+            os._exit(0 if ok else 1)
+    assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
+    assert toolchain.codegen(toolchain.optimize(ir, first)) == built
 
 
 def test_runtime_unrolling_unrolls_a_loop_with_a_run_time_trip_count(va):
