@@ -84,11 +84,15 @@ def fork_server(control: int) -> None:
             continue
         knobs, codegen_level = json.loads(message)
         pid = os.fork()
-        if pid == 0:
-            channel.close()
-            with os.fdopen(fds[0], "rb") as requests, os.fdopen(fds[1], "wb") as answers:
-                serve([(name, value) for name, value in knobs], codegen_level, requests, answers)
-            os._exit(0)
+        if pid == 0:  # the knob process: it never returns to the server's loop
+            status = 1
+            try:
+                channel.close()
+                with os.fdopen(fds[0], "rb") as requests, os.fdopen(fds[1], "wb") as answers:
+                    serve([(name, value) for name, value in knobs], codegen_level, requests, answers)
+                status = 0
+            finally:
+                os._exit(status)
         for fd in fds:
             os.close(fd)
         channel.sendall(str(pid).encode())

@@ -21,7 +21,7 @@ Sizes that are not constants (the last, partial block of a stream) are left out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,7 +60,7 @@ def argument_sizes(program: Program, cfgs: tuple[FunctionCfg, ...], sites: Seque
 
 
 def rv32_buffer_sizes(program: Program, cfgs: tuple[FunctionCfg, ...], sites: Sequence[CallSite],
-                      sizes: dict[int, int] | None = None) -> BufferSizes:
+                      sizes: Mapping[int, int] | None = None) -> BufferSizes:
     """Constant sizes at the proxy's calls to the DMA routines and to ``mem_alloc`` (``sizes``:
     their ``argument_sizes`` where the caller has them)."""
     found = argument_sizes(program, cfgs, sites) if sizes is None else sizes

@@ -39,9 +39,10 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -135,7 +136,7 @@ def _expand(mnemonic: str, count: int) -> list[str]:
 
 
 def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None,
-          sites: Sequence[CallSite] | None = None, sizes: dict[int, int] | None = None) -> Lowering:
+          sites: Sequence[CallSite] | None = None, sizes: Mapping[int, int] | None = None) -> Lowering:
     """Lower every instruction of ``program`` (its functions' CFGs: ``cfgs``, its
     ``call_sites(program, cfgs)``: ``sites``, and their ``argument_sizes``: ``sizes``; each
     computed if absent)."""
@@ -370,7 +371,8 @@ class _Lowerer:
                     self.apply("index-induction", (step,), "add+lsl_add")
                     break
 
-    def inline_builtins(self, cfgs: tuple[FunctionCfg, ...], sites: Sequence[CallSite], sizes: dict[int, int]) -> None:
+    def inline_builtins(self, cfgs: tuple[FunctionCfg, ...], sites: Sequence[CallSite],
+                        sizes: Mapping[int, int]) -> None:
         """The runtime calls the SDK inlines (BUILTINS): each call site becomes the builtin's DPU
         code (with the constant size of a DMA in ``sizes``), the argument copies it makes
         unnecessary vanish, and the wrappers' bodies cost nothing (the ecall in them is the
@@ -437,7 +439,7 @@ class LoweredElf:
     depth: np.ndarray
     cfgs: tuple[FunctionCfg, ...]
     sites: tuple[CallSite, ...]
-    sizes: dict[int, int]  # argument_sizes: constant DMA and mem_alloc sizes by call site
+    sizes: Mapping[int, int]  # argument_sizes: constant DMA and mem_alloc sizes by call site
     lowering: Lowering
 
 
@@ -461,7 +463,7 @@ def lowered_elf(source: str | Path | bytes, name: str | None = None) -> LoweredE
     program = decode_rv32(image)
     depth, cfgs = loop_depths(program)
     sites = tuple(call_sites(program, cfgs))
-    sizes = argument_sizes(program, cfgs, sites)
+    sizes = MappingProxyType(argument_sizes(program, cfgs, sites))  # read-only, as the arrays
     result = LoweredElf(image, program, depth, cfgs, sites, sizes, lower(program, cfgs, sites, sizes))
     for array in (depth, result.lowering.slots):
         array.setflags(write=False)
