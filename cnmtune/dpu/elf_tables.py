@@ -70,10 +70,9 @@ def read_sections(data: bytes, label: str) -> tuple[np.ndarray, tuple[Section, .
     names_at = int(headers["offset"][e_shstrndx])
     names = data[names_at:names_at + int(headers["size"][e_shstrndx])]
     sections = tuple(
-        Section(string_at(names, int(h["name"]), label), int(h["addr"]), int(h["size"]),
-                bool(h["flags"] & SHF_ALLOC), bool(h["flags"] & SHF_EXECINSTR),
-                bool(h["flags"] & SHF_WRITE))
-        for h in headers)
+        Section(string_at(names, name, label), address, size, bool(flags & SHF_ALLOC),
+                bool(flags & SHF_EXECINSTR), bool(flags & SHF_WRITE))
+        for name, _, flags, address, _, size, *_ in headers.tolist())  # Python ints: one conversion
     return headers, sections
 
 

@@ -214,24 +214,25 @@ def _classify(syms: np.ndarray, strings: bytes, text_index: int, text_start: int
     local = (syms["info"] >> 4) == _STB_LOCAL
     in_text = (syms["shndx"] == text_index) & (syms["value"] >= text_start) \
         & (syms["value"] < text_end)
+    # the columns as Python lists, converted once (not a numpy scalar per field and symbol)
+    name_at, value, size, shndx = (syms[field].tolist() for field in ("name", "value", "size", "shndx"))
     by_address: dict[int, list[tuple[str, bool, int]]] = {}
     for i in np.flatnonzero(in_text & (kind == _STT_FUNC)).tolist():
-        name = string_at(strings, int(syms["name"][i]), label)
-        by_address.setdefault(int(syms["value"][i]), []).append(
-            (name, bool(local[i]), int(syms["size"][i])))
+        by_address.setdefault(value[i], []).append((string_at(strings, name_at[i], label), bool(local[i]), size[i]))
     functions = tuple(FunctionSymbol(_preferred(group), address, max(g[2] for g in group))
                       for address, group in sorted(by_address.items()))
 
     values: dict[str, int] = {}
     absolute = set()
     labels = []
+    text_label = (in_text & (kind == _STT_NOTYPE)).tolist()
     for i in np.flatnonzero(~local).tolist():
-        name = string_at(strings, int(syms["name"][i]), label)
+        name = string_at(strings, name_at[i], label)
         if not name:
             continue
-        values[name] = int(syms["value"][i])
-        if syms["shndx"][i] == SHN_ABS:
+        values[name] = value[i]
+        if shndx[i] == SHN_ABS:
             absolute.add(name)
-        elif in_text[i] and kind[i] == _STT_NOTYPE and not name.startswith("__cnm_text_"):
-            labels.append(FunctionSymbol(name, int(syms["value"][i]), 0))
+        elif text_label[i] and not name.startswith("__cnm_text_"):
+            labels.append(FunctionSymbol(name, value[i], 0))
     return functions, tuple(sorted(labels, key=lambda s: s.address)), values, frozenset(absolute)
