@@ -19,7 +19,7 @@ from cnmtune.runtime.execute import run_binary
 from cnmtune.runtime.registry import find_kernel
 from cnmtune.runtime.toolchain import ProxyToolchain, Variant
 from cnmtune.runtime.toolchain.cache import BuildCache
-from cnmtune.runtime.toolchain.knob_process import knob_process
+from cnmtune.runtime.toolchain.knob_process import fork_server, knob_process
 
 
 @pytest.mark.parametrize("text, canonical", [
@@ -120,7 +120,7 @@ def test_knob_processes_are_forked_by_one_server_and_a_forked_caller_gets_its_ow
     object, while this one's processes keep answering it."""
     toolchain = ProxyToolchain()
     ir = toolchain.frontend(Variant.of(va, "O2", 16), va.sources[0])
-    first, second = Pipeline.parse("O2,unroll-count=2"), Pipeline.parse("O2,unroll-count=3")
+    first, second = Pipeline.parse("O2,unroll-count=11"), Pipeline.parse("O2,unroll-count=13")  # new knob sets
     built = toolchain.codegen(toolchain.optimize(ir, first))
     toolchain.optimize(ir, second)
     servers = {_parent_pid(knob_process(p.knobs, toolchain.codegen_level).pid) for p in (first, second)}
@@ -136,6 +136,21 @@ def test_knob_processes_are_forked_by_one_server_and_a_forked_caller_gets_its_ow
             os._exit(0 if ok else 1)
     assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
     assert toolchain.codegen(toolchain.optimize(ir, first)) == built
+
+
+def test_a_dead_fork_server_is_one_error_and_its_knob_processes_keep_answering(va):
+    toolchain = ProxyToolchain()
+    ir = toolchain.frontend(Variant.of(va, "O2", 16), va.sources[0])
+    kept, new = Pipeline.parse("O2,unroll-count=6"), Pipeline.parse("O2,unroll-count=7")
+    built = toolchain.codegen(toolchain.optimize(ir, kept))
+    server = fork_server()._process
+    server.kill()
+    server.wait()
+    assert toolchain.codegen(toolchain.optimize(ir, kept)) == built  # forked before: still answers
+    with pytest.raises(CompileError, match=r"^the fork server of the knob processes died \(exit status -9\)$"):
+        toolchain.optimize(ir, new)
+    assert toolchain.codegen(toolchain.optimize(ir, new))  # the next knob set starts a new server
+    assert fork_server()._process.pid != server.pid
 
 
 def test_runtime_unrolling_unrolls_a_loop_with_a_run_time_trip_count(va):
