@@ -195,10 +195,8 @@ class ProxyToolchain(Toolchain):
     def optimize(self, ir: str, pipeline: Pipeline) -> llvm.ModuleRef:
         """Stage 2: parse IR and run `pipeline` on it (llvmlite, in-process; a pipeline with LLVM
         knobs in the process kept for its knob set, cnmtune.passes.knobs)."""
-        if pipeline.knobs != process_knobs():
-            module = llvm.parse_bitcode(knob_process(pipeline.knobs, self.codegen_level).optimize(ir, pipeline.text))
-            module.verify()
-            return module
+        if pipeline.knobs != process_knobs():  # verified there before it was written (optimize_ir)
+            return llvm.parse_bitcode(knob_process(pipeline.knobs, self.codegen_level).optimize(ir, pipeline.text))
         return optimize_ir(ir, pipeline, self.target_machine())
 
     def codegen(self, module: llvm.ModuleRef, emit: str = "obj") -> bytes:
