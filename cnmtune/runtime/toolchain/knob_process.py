@@ -52,16 +52,24 @@ class _ForkServer:
                 socket.send_fds(self._channel, [json.dumps([knobs, codegen_level]).encode()],
                                 [requests_in, answers_out])
                 pid = int(self._channel.recv(64))
-        except (OSError, ValueError):  # the server is gone: the next knob set starts another
+        except (OSError, ValueError):  # the server is gone (or garbled): the next knob set starts another
             fork_server.cache_clear()
             os.close(requests)
             os.close(answers)
-            raise CompileError(f"the fork server of the knob processes died "
-                               f"(exit status {self._process.wait()})") from None
+            self._channel.close()
+            raise CompileError(f"the fork server of the knob processes died ({self._exit_status()})") from None
         finally:
             os.close(requests_in)
             os.close(answers_out)
         return pid, os.fdopen(requests, "wb"), os.fdopen(answers, "rb")
+
+    def _exit_status(self) -> str:
+        """The server's own exit status (killed if it lingers 10 s after its socket closed)."""
+        try:
+            return f"exit status {self._process.wait(timeout=10)}"
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            return "it answered no more and was killed"
 
     def exit_status(self, pid: int) -> int | None:
         """The exit status of knob process `pid` once it has ended (None: the server is gone)."""
