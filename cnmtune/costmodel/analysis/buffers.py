@@ -56,7 +56,7 @@ class BufferSizes:
 def argument_sizes(program: Program, cfgs: tuple[FunctionCfg, ...], sites: Sequence[CallSite]) -> dict[int, int]:
     """The constant size passed at each of the proxy's calls to a DMA routine or ``mem_alloc``, by
     call-site index (one dataflow pass; calls with a size not constant are left out)."""
-    return argument_constants(program, cfgs, list(sites), {**DMA_ROUTINES, **ALLOC_ROUTINES})
+    return argument_constants(program, cfgs, sites, {**DMA_ROUTINES, **ALLOC_ROUTINES})
 
 
 def rv32_buffer_sizes(program: Program, cfgs: tuple[FunctionCfg, ...], sites: Sequence[CallSite],

@@ -35,6 +35,7 @@ Ecalls occur only in runtime functions: kernels call the runtime's services by n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -294,7 +295,7 @@ def _slot(regs: dict[int, _Known], base: int, offset: int) -> tuple[int, int]:
     return base, offset
 
 
-def argument_constants(program: Program, cfgs: tuple[FunctionCfg, ...], sites: list[CallSite],
+def argument_constants(program: Program, cfgs: tuple[FunctionCfg, ...], sites: Sequence[CallSite],
                        registers: dict[str, int]) -> dict[int, int]:
     """The constant in register ``registers[callee]`` when each call to one of those callees
     executes (``li a2, 256``, a constant hoisted out of the loop, an -O0 spill and reload), by
