@@ -54,9 +54,15 @@ class FunctionCfg:
     loop_headers: tuple[int, ...] = ()
     loop_bodies: tuple[frozenset[int], ...] = ()
 
+    def block_ranges(self, first: int, count: int) -> list[tuple[int, int]]:
+        """The [start, end) instruction ranges of the blocks of the function of ``count``
+        instructions at ``first``, in block order (the order of ``preds``)."""
+        bounds = [*self.leaders, count]
+        return [(first + a, first + b) for a, b in zip(bounds, bounds[1:])]
+
     def block_lengths(self, count: int) -> list[int]:
         """The instructions of each block of a function of ``count`` instructions."""
-        return [end - start for start, end in zip(self.leaders, (*self.leaders[1:], count))]
+        return [end - start for start, end in self.block_ranges(0, count)]
 
     def block_of(self, offset: int) -> int:
         """The block holding the instruction ``offset`` places after the function's start."""

@@ -48,13 +48,6 @@ def register_flow(program: Program, cfgs: tuple[FunctionCfg, ...], sites: list[C
     return RegisterFlow(liveness.uses, liveness.defs, liveness.after())
 
 
-def block_ranges(first: int, count: int, cfg: FunctionCfg) -> list[tuple[int, int]]:
-    """The [start, end) instruction ranges of the CFG blocks of the function at ``first``, in the
-    order of ``cfg.preds``."""
-    bounds = [*cfg.leaders, count]
-    return [(first + a, first + b) for a, b in zip(bounds, bounds[1:])]
-
-
 class _Liveness:
     """The registers live after every instruction of a program (backward dataflow over each
     function's CFG, as bit masks; x0 never counts). A direct call reads the argument registers
@@ -62,7 +55,7 @@ class _Liveness:
     entry over the call graph. Any other call reads a0..a7."""
 
     def __init__(self, program: Program, cfgs: tuple[FunctionCfg, ...], sites: list[CallSite]):
-        self.blocks = [block_ranges(fn.first, fn.count, cfg) for fn, cfg in zip(program.functions, cfgs)]
+        self.blocks = [cfg.block_ranges(fn.first, fn.count) for fn, cfg in zip(program.functions, cfgs)]
         self.succs = []
         for cfg, blocks in zip(cfgs, self.blocks):
             succs: list[list[int]] = [[] for _ in blocks]

@@ -49,7 +49,7 @@ import numpy as np
 from cnmtune.costmodel.analysis.buffers import argument_sizes
 from cnmtune.costmodel.analysis.calls import CallSite, call_sites
 from cnmtune.costmodel.analysis.cfg import FunctionCfg, loop_depths
-from cnmtune.costmodel.analysis.liveness import RA, RegisterFlow, block_ranges, register_flow
+from cnmtune.costmodel.analysis.liveness import RA, RegisterFlow, register_flow
 from cnmtune.costmodel.analysis.lowering_rules import INLINE_CALL_RULES, RULES, SINGLE_RULES
 from cnmtune.costmodel.analysis.rv32_isa import (OP_AUIPC, OP_BRANCH, OP_IMM, OP_JAL, OP_JALR, OP_LOAD, OP_LUI,
                                                  OP_REG, OP_STORE)
@@ -148,7 +148,7 @@ def lower(program: Program, cfgs: tuple[FunctionCfg, ...] | None = None,
         sizes = argument_sizes(program, cfgs, sites)
     work = _Lowerer(program, register_flow(program, cfgs, sites))
     for function, cfg in zip(program.functions, cfgs):
-        for start, end in block_ranges(function.first, function.count, cfg):
+        for start, end in cfg.block_ranges(function.first, function.count):
             work.fuse_block(start, end)
         work.index_induction(function.first, function.first + function.count)
     work.inline_builtins(cfgs, sites, sizes)

@@ -66,8 +66,7 @@ def add_stack_slots(facts: LoopFacts, frame: Collection[int], stored: Sequence[_
     for k, (function, cfg) in enumerate(zip(functions, cfgs)):
         if k not in with_slots or not cfg.loops:
             continue  # no register can hold a slot's word, or no loop whose trips a slot could count
-        ends = [*cfg.leaders[1:], function.count]
-        blocks = [(function.first + a, function.first + b) for a, b in zip(cfg.leaders, ends)]
+        blocks = cfg.block_ranges(function.first, function.count)
         out: list[dict[int, _Value] | None] = [None] * len(blocks)
         succs: list[list[int]] = [[] for _ in blocks]
         for b, preds in enumerate(cfg.preds):

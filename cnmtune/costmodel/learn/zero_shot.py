@@ -29,6 +29,7 @@ from cnmtune.costmodel.learn.samples import SampleSet
 from cnmtune.costmodel.learn.scorer import Scorer
 from cnmtune.errors import ModelError
 
+
 def trees_path(network: str | Path) -> Path:
     """``X.trees.onnx`` for the network ``X.onnx``."""
     return fmt.companion_path(network, fmt.TREES_SUFFIX)
