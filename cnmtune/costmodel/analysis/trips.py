@@ -43,6 +43,7 @@ cnmtune.costmodel.analysis.dpu_facts).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,8 +98,12 @@ def loop_factors(facts: LoopFacts, first: int, count: int, cfg: FunctionCfg) -> 
     for i in range(first, first + count):
         for r in facts.writes[i]:
             defs.setdefault(r, []).append(i)
-    return tuple(_factor(facts, {first + i for b in body for i in range(bounds[b], bounds[b + 1])}, defs,
-                         _Entry(facts, cfg, first, bounds, header, body))
+    succs: list[list[int]] = [[] for _ in cfg.leaders]
+    for block, preds in enumerate(cfg.preds):
+        for p in preds:
+            succs[p].append(block)
+    return tuple(_factor(facts, {first + i for b in body for i in range(bounds[b], bounds[b + 1])},
+                         _Entry(facts, cfg, first, bounds, header, body, defs, succs))
                  for header, body in zip(cfg.loop_headers, cfg.loop_bodies))
 
 
@@ -123,10 +128,12 @@ class _Entry:
     bounds: list[int]
     header: int
     body: frozenset[int]
+    defs: dict[int, list[int]]  # register -> the instructions of the function that write it, in order
+    succs: list[list[int]]  # each block's successors (cfg.preds inverted)
 
     def exiting(self) -> set[int]:
         """The loop's blocks with an edge leaving it: where its exit tests are."""
-        return {p for x in range(len(self.cfg.leaders)) if x not in self.body for p in self.cfg.preds[x] if p in self.body}
+        return {b for b in self.body if any(s not in self.body for s in self.succs[b])}
 
     def every_iteration(self) -> set[int]:
         """The loop's blocks on every path from its header to a back edge (to a block that jumps
@@ -157,26 +164,28 @@ class _Entry:
         register plus a constant, set by the one definition of r that reaches the loop from
         outside (searching back from the header's predecessors outside the loop); None if
         none, several, or the function's entry reach it."""
-        bounds, writes, preds = self.bounds, self.facts.writes, self.cfg.preds
+        bounds, preds, first = self.bounds, self.cfg.preds, self.first
+        defs = self.defs.get(r, ())
         stack = [b for b in preds[self.header] if b not in self.body]
         seen, found = set(stack), set()
         while stack:
             block = stack.pop()
-            for i in range(self.first + bounds[block + 1] - 1, self.first + bounds[block] - 1, -1):
-                if r in writes[i]:
-                    found.add(i)
-                    break
-            else:
-                if block == 0:
+            last = bisect_left(defs, first + bounds[block + 1]) - 1  # r's last write before the block's end
+            if last >= 0 and defs[last] >= first + bounds[block]:
+                found.add(defs[last])
+                if len(found) > 1:
                     return None
-                stack.extend(p for p in preds[block] if p not in seen)
-                seen.update(preds[block])
-            if len(found) > 1:
+            elif block == 0:
                 return None
+            else:
+                for p in preds[block]:
+                    if p not in seen:
+                        seen.add(p)
+                        stack.append(p)
         return _value_set_by(self.facts, found.pop()) if found else None
 
 
-def _factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]], entry: _Entry) -> Factor:
+def _factor(facts: LoopFacts, body: set[int], entry: _Entry) -> Factor:
     written = Counter(r for i in body for r in facts.writes[i])
     steps = _inductions(facts.self_add, facts, body, written, entry)
     shifts = _inductions(facts.self_shift, facts, body, written, entry)
@@ -191,7 +200,7 @@ def _factor(facts: LoopFacts, body: set[int], defs: dict[int, list[int]], entry:
         for r, other in ((a, b), (b, a)):
             if r is not None and (r in steps or r in shifts) and (
                     other is None or written[other] == 0 or _recomputed(facts, body, written, other) is not None):
-                return _trip_factor(facts, body, written, defs, entry, steps, shifts, r, other, imm)
+                return _trip_factor(facts, body, written, entry, steps, shifts, r, other, imm)
     return _UNKNOWN
 
 
@@ -225,9 +234,10 @@ def _recomputed(facts: LoopFacts, body: set[int], written: Counter, r: int) -> t
     return value if value is not None and (value[0] is None or written[value[0]] == 0) else None
 
 
-def _trip_factor(facts: LoopFacts, body: set[int], written: Counter, defs: dict[int, list[int]], entry: _Entry,
+def _trip_factor(facts: LoopFacts, body: set[int], written: Counter, entry: _Entry,
                  steps: dict[int, int], shifts: dict[int, int], r: int, bound_register: int | None,
                  imm: int | None) -> Factor:
+    defs = entry.defs
     start = entry.value(r) or _only_value(facts, [i for i in defs.get(r, []) if i not in body])
     bound = (None, imm) if bound_register is None else _bound(facts, body, written, entry, bound_register) \
         or entry.value(bound_register) or _only_value(facts, defs.get(bound_register, []))
