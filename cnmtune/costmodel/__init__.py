@@ -1,7 +1,7 @@
 """The cost model: static ELF features, the L2P network, training, ONNX export and scoring.
 
 Names are imported on first use (PEP 562), so ``import cnmtune.costmodel`` stays cheap and
-pulls in neither capstone/networkx nor torch/onnxruntime until something needs them.
+pulls in neither capstone nor torch/onnxruntime until something needs them.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ call graph) add nothing. Runtime and softlib functions keep weight 1 and depth 0
 
 from __future__ import annotations
 
-import networkx as nx
+from collections.abc import Iterable, Mapping, Sequence
+
 import numpy as np
 
 from cnmtune.costmodel.analysis.calls import CallSite
@@ -38,16 +39,58 @@ def inlined_weights(program: DecodedProgram, sites: list[CallSite],
         callee = site.callee_function
         if program.functions[caller].region == program.functions[callee].region == KERNEL:
             edges.setdefault((caller, callee), []).append(site.index)
-    if edges:
-        graph = nx.DiGraph(list(edges))
-        dag = nx.condensation(graph)
-        component = dag.graph["mapping"]
-        for c in nx.topological_sort(dag):
-            for v in dag.nodes[c]["members"]:
-                incoming = [(u, i) for u in graph.predecessors(v) if component[u] != c
-                            for i in edges[(u, v)]]
-                if incoming:
-                    entry_weight[v] = sum(entry_weight[u] * own[i] for u, i in incoming)
-                    entry_depth[v] = max(entry_depth[u] + depth[i] for u, i in incoming)
+    preds: dict[int, list[int]] = {}
+    succs: dict[int, list[int]] = {}
+    for caller, callee in edges:
+        preds.setdefault(callee, []).append(caller)
+        succs.setdefault(caller, []).append(callee)
+    for component in components_callers_first(dict.fromkeys(f for edge in edges for f in edge), succs):
+        members = set(component)
+        for v in component:
+            incoming = [(u, i) for u in preds.get(v, ()) if u not in members for i in edges[(u, v)]]
+            if incoming:
+                entry_weight[v] = sum(entry_weight[u] * own[i] for u, i in incoming)
+                entry_depth[v] = max(entry_depth[u] + depth[i] for u, i in incoming)
     fn = program.function_of
     return entry_weight[fn] * own, entry_depth[fn] + depth
+
+
+def components_callers_first(nodes: Iterable[int], succs: Mapping[int, Sequence[int]]) -> list[list[int]]:
+    """The strongly connected components of the graph of ``nodes`` and edges ``succs``, each after
+    every component with an edge into it (Tarjan's algorithm, iterative: it closes a component
+    after every component the component reaches, so its order reversed)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    closed: list[list[int]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(succs.get(root, ())))]
+        while work:
+            v, successors = work[-1]
+            for w in successors:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(succs.get(w, ()))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[v])
+                if low[v] == index[v]:
+                    component = []
+                    while not component or component[-1] != v:
+                        component.append(stack.pop())
+                        on_stack.discard(component[-1])
+                    closed.append(component)
+    return closed[::-1]
