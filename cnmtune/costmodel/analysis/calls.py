@@ -208,10 +208,7 @@ def _block_entry_states(program: Program, fn: Function, cfg: FunctionCfg,
     predecessor leaves with the same value; it only shrinks, so the worklist terminates.
     """
     blocks = len(cfg.leaders)
-    succs: list[list[int]] = [[] for _ in range(blocks)]
-    for v, preds in enumerate(cfg.preds):
-        for u in preds:
-            succs[u].append(v)
+    succs = cfg.successors()
     ends = [*(fn.first + start for start in cfg.leaders[1:]), fn.first + fn.count]
     entry: list[_State | None] = [None] * blocks
     exits: list[_State | None] = [None] * blocks

@@ -64,6 +64,14 @@ class FunctionCfg:
         """The instructions of each block of a function of ``count`` instructions."""
         return [end - start for start, end in self.block_ranges(0, count)]
 
+    def successors(self) -> list[list[int]]:
+        """Each block's successors: ``preds`` inverted, in block order."""
+        succs: list[list[int]] = [[] for _ in self.preds]
+        for block, preds in enumerate(self.preds):
+            for p in preds:
+                succs[p].append(block)
+        return succs
+
     def block_of(self, offset: int) -> int:
         """The block holding the instruction ``offset`` places after the function's start."""
         return bisect.bisect_right(self.leaders, offset) - 1

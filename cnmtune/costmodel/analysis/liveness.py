@@ -56,13 +56,7 @@ class _Liveness:
 
     def __init__(self, program: Program, cfgs: tuple[FunctionCfg, ...], sites: list[CallSite]):
         self.blocks = [cfg.block_ranges(fn.first, fn.count) for fn, cfg in zip(program.functions, cfgs)]
-        self.succs = []
-        for cfg, blocks in zip(cfgs, self.blocks):
-            succs: list[list[int]] = [[] for _ in blocks]
-            for b, preds in enumerate(cfg.preds):
-                for p in preds:
-                    succs[p].append(b)
-            self.succs.append(succs)
+        self.succs = [cfg.successors() for cfg in cfgs]
         self.preds = [cfg.preds for cfg in cfgs]
         f = program.fields
         self.uses, self.defs, self.call_base = _effects(f.opcode, f.rd, f.rs1, f.rs2)

@@ -68,10 +68,7 @@ def add_stack_slots(facts: LoopFacts, frame: Collection[int], stored: Sequence[_
             continue  # no register can hold a slot's word, or no loop whose trips a slot could count
         blocks = cfg.block_ranges(function.first, function.count)
         out: list[dict[int, _Value] | None] = [None] * len(blocks)
-        succs: list[list[int]] = [[] for _ in blocks]
-        for b, preds in enumerate(cfg.preds):
-            for p in preds:
-                succs[p].append(b)
+        succs = cfg.successors()
 
         def entry(b: int) -> dict[int, _Value]:
             known = [out[p] for p in cfg.preds[b] if out[p] is not None]

@@ -98,10 +98,7 @@ def loop_factors(facts: LoopFacts, first: int, count: int, cfg: FunctionCfg) -> 
     for i in range(first, first + count):
         for r in facts.writes[i]:
             defs.setdefault(r, []).append(i)
-    succs: list[list[int]] = [[] for _ in cfg.leaders]
-    for block, preds in enumerate(cfg.preds):
-        for p in preds:
-            succs[p].append(block)
+    succs = cfg.successors()
     return tuple(_factor(facts, {first + i for b in body for i in range(bounds[b], bounds[b + 1])},
                          _Entry(facts, cfg, first, bounds, header, body, defs, succs))
                  for header, body in zip(cfg.loop_headers, cfg.loop_bodies))
