@@ -4,11 +4,11 @@
 frontend: the rv32 proxy, or a real UPMEM DPU ELF, e_machine 245, with cnmtune's own decoder)
 and ``features_of(program)`` computes, the same way for both ISAs, the opcode histograms per
 region (kernel, runtime, softlib), the loop-weighted kernel histogram from each function's CFG
-and the inlined weights of kernel-to-kernel calls (networkx), the calls to routines outside the
-kernel counted by name (kernels reach every DPU service through a runtime function: ecalls occur
-only inside the runtime), and the WRAM/MRAM footprints. ``Features.vector(schema)`` projects the
-result onto a FeatureSchema: proxy features follow ``default_schema()``, DPU features
-``dpu_schema()``.
+and the inlined weights of kernel-to-kernel calls (cnmtune.costmodel.analysis.callgraph), the
+calls to routines outside the kernel counted by name (kernels reach every DPU service through a
+runtime function: ecalls occur only inside the runtime), and the WRAM/MRAM footprints.
+``Features.vector(schema)`` projects the result onto a FeatureSchema: proxy features follow
+``default_schema()``, DPU features ``dpu_schema()``.
 """
 
 from __future__ import annotations
