@@ -221,10 +221,13 @@ def _block_entry_states(program: Program, fn: Function, cfg: FunctionCfg,
         exits[b] = (regs, slots)
         for s in succs[b]:
             states = [exits[p] for p in cfg.preds[s] if exits[p] is not None]
-            merged = ({r: v for r, v in states[0][0].items()
-                       if all(st[0].get(r) == v for st in states[1:])},
-                      {k: v for k, v in states[0][1].items()
-                       if all(st[1].get(k) == v for st in states[1:])})
+            if len(states) == 1:
+                merged = (dict(states[0][0]), dict(states[0][1]))
+            else:
+                merged = ({r: v for r, v in states[0][0].items()
+                           if all(st[0].get(r) == v for st in states[1:])},
+                          {k: v for k, v in states[0][1].items()
+                           if all(st[1].get(k) == v for st in states[1:])})
             if merged != entry[s]:
                 entry[s] = merged
                 work.append(s)

@@ -94,6 +94,8 @@ def _meet(paths: list[dict[int, _Value]]) -> dict[int, _Value]:
     """What every path agrees on: the same value, or a slot's word plus k where the paths that
     have a constant c instead also know the slot holds c - k (a counter set to 0 beside ``i = 0``
     meets the counter reloaded from the slot)."""
+    if len(paths) == 1:
+        return dict(paths[0])
     agreed = {}
     for r in set(paths[0]).intersection(*paths[1:]):
         values = [path[r] for path in paths]
