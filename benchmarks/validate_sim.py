@@ -31,8 +31,12 @@
    saturate at 11), MRAM DMA latency vs size (must be linear), STREAM bandwidth.
 
 Writes validate_sim.json and PNG plots into --out (default benchmarks/results, which git ignores).
+``--param NAME=VALUE`` (repeatable; `cnmtune sweep`'s design parameters, in their units, one value
+each: ``launch_overhead_us=130``, ``dma_overhead=45``) validates that design point instead of
+DpuConfig.calibrated(): what a constant would do to the errors against real UPMEM, from a full
+simulation.
 
-    python benchmarks/validate_sim.py [--skip-micro] [--data DIR] [--out DIR]
+    python benchmarks/validate_sim.py [--skip-micro] [--param NAME=VALUE ...] [--data DIR] [--out DIR]
 
 Exit status: 0 every target met and every shape check passed; 1 a target missed or a check
 failed; 2 a usage error (such as --data without the CSVs).
@@ -49,6 +53,8 @@ from rich.console import Console
 from rich.progress import Progress
 
 from cnmtune.display import Table
+from cnmtune.errors import SweepError
+from cnmtune.plugin.sweep import design
 from cnmtune.runtime import Kernel
 from cnmtune.runtime.execute import run_on_device
 from cnmtune.runtime.sim import calibration
@@ -220,17 +226,42 @@ def plot(records: list[dict], summary: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def design_config(items: list[str]) -> tuple[DpuConfig, dict[str, float]]:
+    """DpuConfig.calibrated() with the design parameters ``items`` (NAME=VALUE, `cnmtune sweep`'s
+    names and units, one value each) set, and those values; SweepError if one is not a parameter
+    or has several values."""
+    grid: dict[str, tuple[float, ...]] = {}
+    for item in items:
+        name, values = design.parse_param(item)
+        if len(values) != 1:
+            raise SweepError(f"--param {name}: give one value (validate_sim checks one design point)")
+        if name in grid:
+            raise SweepError(f"--param {name}: given twice")
+        grid[name] = values
+    point = design.design_points(DpuConfig.calibrated(), grid)[0]
+    return point.config, dict(point.values)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     script_io.data_option(parser)
     script_io.out_option(parser, "validate_sim.json and the PNGs")
     parser.add_argument("--skip-micro", action="store_true", help="only the real-hardware rows")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="validate this design point: a `cnmtune sweep` parameter at one value (e.g. "
+                             "launch_overhead_us=130), the other constants calibrated; repeatable")
     args = parser.parse_args()
     fitted_csv, held_out_csv = script_io.data_files(parser, args.data, calibration.FITTED_CSV,
                                                     calibration.VALIDATION_CSV)
+    try:
+        config, changed = design_config(args.param)
+    except SweepError as exc:
+        parser.error(str(exc))
     console = Console()
     args.out.mkdir(parents=True, exist_ok=True)
-    config = DpuConfig.calibrated()
+    if changed:
+        console.print("design point: " + ", ".join(f"{k}={v:g}" for k, v in changed.items())
+                      + " (the other constants calibrated)")
     records = (simulate(calibration.load_rows(fitted_csv), config, console, fitted=True)
                + simulate(calibration.load_rows(held_out_csv), config, console, fitted=False))
     summary, floors, link = summarise(records), floor(records), upimulator_link_mape(records)
@@ -252,7 +283,7 @@ def main() -> int:
         console.print(f"{DIRECTIONS[column]} transfer MAPE {error:.1f} % over all rows (target <= {target:g} %: "
                       f"{script_io.verdict(met[DIRECTIONS[column]])}; {'; '.join(against)})")
     plot(records, summary, args.out / "validate_sim_calibration.png")
-    report = {"config": config.hash, "data": str(args.data), "summary": summary, "floor": floors, "targets_met": met,
+    report = {"config": config.hash, "design": changed, "data": str(args.data), "summary": summary, "floor": floors, "targets_met": met,
               "upimulator_link_mape": link, "rows": records}
     if not args.skip_micro:
         import micro_sim

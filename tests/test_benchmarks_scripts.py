@@ -84,6 +84,21 @@ def _validation_record(bench: str, dpus: int, size: int, cpu_to_dpu: tuple[float
     return record
 
 
+
+def test_validate_sim_checks_one_design_point_named_as_cnmtune_sweep_names_it(tmp_path):
+    validate_sim = _script("validate_sim")
+    config, changed = validate_sim.design_config(["launch_overhead_us=130", "dma_overhead=45"])
+    calibrated = DpuConfig.calibrated()
+    assert changed == {"launch_overhead_us": 130.0, "dma_overhead": 45.0}
+    assert config.launch_overhead_s == pytest.approx(130e-6) and config.dma_engine_overhead == 45.0
+    assert config.hash != calibrated.hash and config.xfer_call_s == calibrated.xfer_call_s
+    assert validate_sim.design_config([]) == (calibrated, {})
+    for bad, says in ((["bogus=1"], "unknown design parameter 'bogus'"), (["launch_overhead_us=1,2"], "one value"),
+                      (["dma_overhead=1", "dma_overhead=2"], "given twice")):
+        result = _run("validate_sim", "--skip-micro", "--out", str(tmp_path), *(f"--param={b}" for b in bad))
+        assert result.returncode == 2 and "Traceback" not in result.stderr and says in result.stderr
+    assert not any(tmp_path.iterdir())  # refused before anything ran or was written
+
 def test_validate_sim_finds_the_least_mape_line_exactly():
     validate_sim = _script("validate_sim")
     assert validate_sim.best_line_errors([1, 2, 3], [2.0, 3.0, 4.0]) == pytest.approx([0, 0, 0])
