@@ -33,8 +33,8 @@
 Writes validate_sim.json and PNG plots into --out (default benchmarks/results, which git ignores).
 ``--param NAME=VALUE`` (repeatable; `cnmtune sweep`'s design parameters, in their units, one value
 each: ``launch_overhead_us=130``, ``dma_overhead=45``) validates that design point instead of
-DpuConfig.calibrated(): what a constant would do to the errors against real UPMEM, from a full
-simulation.
+DpuConfig.calibrated() (the microbenchmarks too): what a constant would do to the errors against
+real UPMEM, from a full simulation.
 
     python benchmarks/validate_sim.py [--skip-micro] [--param NAME=VALUE ...] [--data DIR] [--out DIR]
 
@@ -283,12 +283,12 @@ def main() -> int:
         console.print(f"{DIRECTIONS[column]} transfer MAPE {error:.1f} % over all rows (target <= {target:g} %: "
                       f"{script_io.verdict(met[DIRECTIONS[column]])}; {'; '.join(against)})")
     plot(records, summary, args.out / "validate_sim_calibration.png")
-    report = {"config": config.hash, "design": changed, "data": str(args.data), "summary": summary, "floor": floors, "targets_met": met,
-              "upimulator_link_mape": link, "rows": records}
+    report = {"config": config.hash, "design": changed, "data": str(args.data), "summary": summary, "floor": floors,
+              "targets_met": met, "upimulator_link_mape": link, "rows": records}
     if not args.skip_micro:
         import micro_sim
 
-        report["micro"] = micro_sim.run_all(console, outdir=args.out)
+        report["micro"] = micro_sim.run_all(console, config=config, outdir=args.out)
         met["micro shape checks"] = not micro_sim.failed_checks(report["micro"], console)
     script_io.write_json(args.out / "validate_sim.json", report)
     console.print(f"wrote {args.out / 'validate_sim.json'} and plots in {args.out}")
