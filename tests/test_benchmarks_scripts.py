@@ -84,7 +84,6 @@ def _validation_record(bench: str, dpus: int, size: int, cpu_to_dpu: tuple[float
     return record
 
 
-
 def test_validate_sim_checks_one_design_point_named_as_cnmtune_sweep_names_it(tmp_path):
     validate_sim = _script("validate_sim")
     config, changed = validate_sim.design_config(["launch_overhead_us=130", "dma_overhead=45"])
@@ -98,6 +97,7 @@ def test_validate_sim_checks_one_design_point_named_as_cnmtune_sweep_names_it(tm
         result = _run("validate_sim", "--skip-micro", "--out", str(tmp_path), *(f"--param={b}" for b in bad))
         assert result.returncode == 2 and "Traceback" not in result.stderr and says in result.stderr
     assert not any(tmp_path.iterdir())  # refused before anything ran or was written
+
 
 def test_validate_sim_finds_the_least_mape_line_exactly():
     validate_sim = _script("validate_sim")

@@ -82,7 +82,6 @@ def test_immediate_dominators_agree_with_networkx_on_random_graphs():
         assert immediate_dominators(preds, succs) == expected, edges
 
 
-
 def test_call_graph_components_agree_with_networkx_callers_first():
     """Tarjan's components (callgraph.components_callers_first) against networkx's, on random
     graphs with self loops, repeated edges and cycles: the same components, each after every
@@ -100,6 +99,7 @@ def test_call_graph_components_agree_with_networkx_callers_first():
         assert sorted(map(sorted, components)) == sorted(map(sorted, nx.strongly_connected_components(graph)))
         position = {v: k for k, component in enumerate(components) for v in component}
         assert all(position[u] <= position[v] for u, v in edges), edges
+
 
 def test_calls_do_not_end_blocks_and_analysis_is_cached_by_bytes():
     words = assemble([("addi", "a0", "zero", 1), ("call", 5), ("addi", "a0", "a0", 1),
