@@ -207,17 +207,16 @@ def _block_entry_states(program: Program, fn: Function, cfg: FunctionCfg,
     The state at a block's entry keeps the registers and stack slots every visited
     predecessor leaves with the same value; it only shrinks, so the worklist terminates.
     """
-    blocks = len(cfg.leaders)
+    ranges = cfg.block_ranges(fn.first, fn.count)
     succs = cfg.successors()
-    ends = [*(fn.first + start for start in cfg.leaders[1:]), fn.first + fn.count]
-    entry: list[_State | None] = [None] * blocks
-    exits: list[_State | None] = [None] * blocks
+    entry: list[_State | None] = [None] * len(ranges)
+    exits: list[_State | None] = [None] * len(ranges)
     entry[0] = (dict(_ENTRY[0]), {})
     work = [0]
     while work:
         b = work.pop()
         regs, slots = dict(entry[b][0]), dict(entry[b][1])
-        _propagate(program, fn.first + cfg.leaders[b], ends[b], clobbered, regs, slots)
+        _propagate(program, *ranges[b], clobbered, regs, slots)
         exits[b] = (regs, slots)
         for s in succs[b]:
             states = [exits[p] for p in cfg.preds[s] if exits[p] is not None]

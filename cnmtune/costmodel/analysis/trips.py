@@ -93,14 +93,14 @@ def loop_factors(facts: LoopFacts, first: int, count: int, cfg: FunctionCfg) -> 
     at instruction ``first``."""
     if not cfg.loop_bodies:
         return ()
-    bounds = [*cfg.leaders, count]
+    ranges = cfg.block_ranges(first, count)
     defs: dict[int, list[int]] = {}
     for i in range(first, first + count):
         for r in facts.writes[i]:
             defs.setdefault(r, []).append(i)
     succs = cfg.successors()
-    return tuple(_factor(facts, {first + i for b in body for i in range(bounds[b], bounds[b + 1])},
-                         _Entry(facts, cfg, first, bounds, header, body, defs, succs))
+    return tuple(_factor(facts, {i for b in body for i in range(*ranges[b])},
+                         _Entry(facts, cfg, first, ranges, header, body, defs, succs))
                  for header, body in zip(cfg.loop_headers, cfg.loop_bodies))
 
 
@@ -122,7 +122,7 @@ class _Entry:
     facts: LoopFacts
     cfg: FunctionCfg
     first: int
-    bounds: list[int]
+    ranges: list[tuple[int, int]]  # each block's [start, end) instructions (cfg.block_ranges)
     header: int
     body: frozenset[int]
     defs: dict[int, list[int]]  # register -> the instructions of the function that write it, in order
@@ -161,14 +161,15 @@ class _Entry:
         register plus a constant, set by the one definition of r that reaches the loop from
         outside (searching back from the header's predecessors outside the loop); None if
         none, several, or the function's entry reach it."""
-        bounds, preds, first = self.bounds, self.cfg.preds, self.first
+        ranges, preds = self.ranges, self.cfg.preds
         defs = self.defs.get(r, ())
         stack = [b for b in preds[self.header] if b not in self.body]
         seen, found = set(stack), set()
         while stack:
             block = stack.pop()
-            last = bisect_left(defs, first + bounds[block + 1]) - 1  # r's last write before the block's end
-            if last >= 0 and defs[last] >= first + bounds[block]:
+            start, end = ranges[block]
+            last = bisect_left(defs, end) - 1  # r's last write before the block's end
+            if last >= 0 and defs[last] >= start:
                 found.add(defs[last])
                 if len(found) > 1:
                     return None
