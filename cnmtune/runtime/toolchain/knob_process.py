@@ -48,10 +48,7 @@ class _ForkServer:
         requests_in, requests = os.pipe()
         answers, answers_out = os.pipe()
         try:
-            with self._lock:
-                socket.send_fds(self._channel, [json.dumps([knobs, codegen_level]).encode()],
-                                [requests_in, answers_out])
-                pid = int(self._channel.recv(64))
+            pid = self._ask(json.dumps([knobs, codegen_level]).encode(), [requests_in, answers_out])
         except (OSError, ValueError):  # the server is gone (or garbled): the next knob set starts another
             fork_server.cache_clear()
             os.close(requests)
@@ -74,11 +71,16 @@ class _ForkServer:
     def exit_status(self, pid: int) -> int | None:
         """The exit status of knob process `pid` once it has ended (None: the server is gone)."""
         try:
-            with self._lock:
-                self._channel.sendall(f"wait {pid}".encode())
-                return int(self._channel.recv(64))
+            return self._ask(f"wait {pid}".encode())
         except (OSError, ValueError):
             return None
+
+    def _ask(self, message: bytes, fds: list[int] | None = None) -> int:
+        """Send the server one message (with the file descriptors `fds`) and read its answer, a
+        number; OSError or ValueError where the server is gone or garbled."""
+        with self._lock:
+            socket.send_fds(self._channel, [message], fds or [])
+            return int(self._channel.recv(64))
 
 
 @functools.cache
