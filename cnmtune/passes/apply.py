@@ -45,9 +45,11 @@ def apply_pipeline(module: llvm.ModuleRef, pipeline: Pipeline, target_machine: l
     manager.run(module, builder)
 
 
-def optimize_ir(ir: str, pipeline: Pipeline, target_machine: llvm.TargetMachine) -> llvm.ModuleRef:
-    """Parse textual IR, run `pipeline` on it (apply_pipeline's rule on knobs holds) and verify the result."""
-    module = llvm.parse_assembly(ir)
+def optimize_ir(ir: str, pipeline: Pipeline, target_machine: llvm.TargetMachine,
+                context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
+    """Parse textual IR into `context` (LLVM's global one by default), run `pipeline` on it
+    (apply_pipeline's rule on knobs holds) and verify the result."""
+    module = llvm.parse_assembly(ir, context=context)
     apply_pipeline(module, pipeline, target_machine)
     module.verify()
     return module

@@ -30,6 +30,8 @@ import time
 from collections.abc import Sequence
 from typing import BinaryIO
 
+import llvmlite.binding as llvm
+
 from cnmtune.passes.apply import optimize_ir
 from cnmtune.passes.knobs import set_process_knobs
 from cnmtune.passes.pipeline import Pipeline
@@ -60,7 +62,11 @@ def serve(knobs: Sequence[tuple[str, int]], codegen_level: int, requests: Binary
     target_machine = rv32_target_machine(codegen_level)
     while (ir := receive(requests)) is not None and (pipeline := receive(requests)) is not None:
         try:
-            answer = b"\0" + optimize_ir(ir.decode(), Pipeline.parse(pipeline.decode()), target_machine).as_bitcode()
+            # a context of its own: the bitcode is then the IR's and the pipeline's alone, where in
+            # one shared context every parse renames the module's named types (%struct.t.0.12)
+            module = optimize_ir(ir.decode(), Pipeline.parse(pipeline.decode()), target_machine,
+                                 llvm.create_context())
+            answer = b"\0" + module.as_bitcode()
         except Exception as exc:  # the parent raises it as a CompileError naming the pipeline
             answer = b"\1" + f"{type(exc).__name__}: {exc}".encode()
         try:

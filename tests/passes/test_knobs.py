@@ -98,6 +98,27 @@ def test_knobbed_builds_run_in_dask_workers(dask_client, tmp_path):
     assert built["O2,unroll-count=4"] != built["O2"]
 
 
+def test_knob_pipelines_that_optimise_to_one_module_share_one_code_generation(va, tmp_path, monkeypatch):
+    """A knob process's bitcode is the IR's and the pipeline's alone (asked twice, the same bytes,
+    where a context shared with the first parse renamed the second's types); O2 and O3 with
+    unroll-count=1 optimise va to one module, so the second build generates no code and gets the
+    first's object; with unroll-count=4 they differ and get two. Each object is its pipeline's code."""
+    toolchain = ProxyToolchain(BuildCache(tmp_path))
+    ir = toolchain.frontend(Variant.of(va, "O2", 16), va.sources[0])
+    process = knob_process((("unroll-count", 1),), toolchain.codegen_level)
+    assert process.optimize(ir, "O2,unroll-count=1") == process.optimize(ir, "O2,unroll-count=1")
+    codegen, generated = toolchain.codegen, []
+    monkeypatch.setattr(toolchain, "codegen",
+                        lambda module, emit="obj": generated.append(emit) or codegen(module, emit))
+    objects = {text: toolchain.objects(Variant.of(va, text, 16))
+               for text in ("O2,unroll-count=1", "O3,unroll-count=1", "O2,unroll-count=4", "O3,unroll-count=4")}
+    assert objects["O2,unroll-count=1"] == objects["O3,unroll-count=1"]
+    assert objects["O2,unroll-count=4"] != objects["O3,unroll-count=4"]
+    assert len(generated) == 3
+    for text, [path] in objects.items():
+        assert path.read_bytes() == codegen(toolchain.optimize(ir, Pipeline.parse(text)))
+
+
 def test_a_dead_knob_process_is_one_error_and_the_next_build_starts_another(va):
     toolchain = ProxyToolchain()
     ir = toolchain.frontend(Variant.of(va, "O2", 16), va.sources[0])

@@ -3,7 +3,7 @@
 Entries are written to a temporary file in the same directory and renamed into place, so a
 crash or a concurrent writer never leaves a half-written entry behind.
 
-Layout: ``<root>/<kind>/<key[:2]>/<entry>`` for build outputs (kinds elf, variant, ir, obj,
+Layout: ``<root>/<kind>/<key[:2]>/<entry>`` for build outputs (kinds elf, variant, ir, optimized, obj,
 runtime, upmem-*, hostapi, ...; an entry is a file or, for a built tree, a directory) and
 ``<root>/traces/<key>/`` for trace sets (cnmtune.runtime.sim.traces). ``<root>/tuning.sqlite``
 (cnmtune.plugin.tune.cache) holds tuning results, not rebuildable outputs: it is reported, never
