@@ -28,9 +28,12 @@ __all__ = ["batch", "offspring", "ranked_neighbours"]
 
 def offspring(search: Search) -> dict[str, list[Candidate]]:
     """Build and score the elite's offspring: the neighbours of each elite run, the crossovers of the
-    best two, the 2k pipelines the model ranks best at the best run's defines and tasklets. Returns the
-    unmeasured crossovers and neighbours of the best run by dimension: a define's values nearest
-    first, the other dimensions in the order of ``ranked_neighbours``."""
+    best two, the 2k pipelines the model ranks best at the best run's defines and tasklets, and the
+    best run's pipeline neighbours at each tuned define's two nearest other values (a define's best
+    pipeline can be another: ts's fastest build is O3 at BL=5, 1.99x, where O2 is best at BL=4,
+    1.87x, and O2 at BL=5 only 1.72x). Returns the unmeasured crossovers and neighbours of the best
+    run by dimension: a define's values nearest first, the other dimensions in the order of
+    ``ranked_neighbours``."""
     space, elite = search.space, search.elite()
     if not elite:
         return {}
@@ -42,6 +45,9 @@ def offspring(search: Search) -> dict[str, list[Candidate]]:
     # the pipelines the model ranks best, built with the best run's defines and tasklets
     texts = ranked_pipelines(search.pool, Candidate.predicted_objective_s)[:2 * search.spec.top_k]
     wanted += [Point(text, best.tuned, best.tasklets, best.dpus) for text in texts]
+    # two moves from the best run: a define to one of its two nearest values, and the pipeline
+    moved = [p for dimension, found in moves[0].items() if dimension.startswith("define ") for p in found[:2]]
+    wanted += [Point(q.pipeline, p.tuned, p.tasklets, p.dpus) for p in moved for q in moves[0].get("pipeline", [])]
     grouped: dict[tuple[str, Defines], set[int]] = {}
     for p in wanted:
         grouped.setdefault((p.pipeline, p.tuned), set()).add(p.tasklets)

@@ -6,10 +6,13 @@ from collections import Counter
 from types import SimpleNamespace
 
 from cnmtune.plugin.tune import TuneSpec, tune
+from cnmtune.plugin.tune.moves import Point, pipeline_neighbours
 from cnmtune.plugin.tune.report import Candidate
 from cnmtune.plugin.tune.search import Search
-from cnmtune.plugin.tune.select import batch
+from cnmtune.plugin.tune.select import batch, offspring
+from cnmtune.plugin.tune.space import search_space
 from cnmtune.runtime.executor import InlineExecutor
+from cnmtune.runtime.registry import find_kernel
 
 # ts at its small size: O1 and O2 build other binaries (register names) with the same model input row
 SPEC = TuneSpec("ts", size="small", pipelines=6, dpus=(2,), tasklets=(4,), top_k=4, rounds=5, model="analytical",
@@ -37,3 +40,21 @@ def test_a_batch_takes_one_of_each_set_of_twins_and_no_twin_of_a_run():
     # pool[1]'s twin has run; pool[2] is the twin of pool[3], picked before it
     assert explored == [pool[3], pool[7]]
     assert exploited == [pool[4], pool[5]]
+
+
+def test_the_offspring_move_a_define_and_the_pipeline_together():
+    """Besides the one-step neighbours, the best run's pipeline neighbours are built at each define's
+    two nearest other values (ts's fastest build is two moves from where the search stops without
+    them: O2 at BL=4 -> O3 at BL=5)."""
+    va = find_kernel("va")
+    space = search_space(va, 4096, 2, 0, 10, (4,), (4, 8, 16))
+    best = Candidate(["O2"], 16, 4, "elf0", defines=(("BL", 8),), measured_s=1.0, status="verified")
+    requests = []
+    search = SimpleNamespace(space=space, elite=lambda: [best], grid=lambda tuned: space.grid, pool=[best],
+                             spec=TuneSpec("va", top_k=4), points={}, candidates=requests.extend, prior=None,
+                             point_of=lambda c: Point("O2", (("BL", 8),), 16, 4))
+    offspring(search)
+    built = {(r.pipeline, r.tuned, t) for r in requests for t in r.tasklets}
+    for bl in (7, 9):
+        assert {(text, (("BL", bl),), 16) for text in pipeline_neighbours("O2", space.pipelines)} <= built
+    assert ("O3", (("BL", 6),), 16) not in built  # a define two values away moves alone
