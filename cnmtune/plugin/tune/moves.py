@@ -4,8 +4,7 @@
 A point is one build run on one DPU count: a pipeline, the tuned defines' values, tasklets, DPUs.
 Its neighbours, by dimension:
 - each tuned define: every other choice of it (nearest in the declared order first);
-- tasklets: the next smaller and larger count the grid allows with the point's defines, and the
-  next powers of two below and above it (a power-of-two split of the work is even);
+- tasklets: the next smaller and larger count the grid allows with the point's defines;
 - pipeline: for an O-level pipeline (with or without LLVM knobs), the space's pipelines that change
   its knob set at the same level, or move it to the adjacent level (O1, O2, O3) with the same knobs;
   a random pass sequence has no neighbours (its neighbourhood is every other sequence);
@@ -55,8 +54,7 @@ def neighbours(point: Point, space: Space, grid: Callable[[Defines], Grid]) -> d
         moves[f"define {name}"] = _valid([Point(point.pipeline, tuned_defines(space, {**values, name: value}),
                                                 point.tasklets, point.dpus) for value in others], grid)
     counts = grid(point.tuned).tasklets
-    moves["tasklets"] = [Point(point.pipeline, point.tuned, t, point.dpus)
-                         for t in _tasklet_moves(counts, point.tasklets)]
+    moves["tasklets"] = [Point(point.pipeline, point.tuned, t, point.dpus) for t in _adjacent(counts, point.tasklets)]
     moves["pipeline"] = [Point(text, point.tuned, point.tasklets, point.dpus)
                          for text in pipeline_neighbours(point.pipeline, space.pipelines)]
     if len(space.dpu_counts) > 1:
@@ -99,15 +97,6 @@ def _level_and_knobs(text: str) -> tuple[str, tuple] | None:
     except PipelineError:
         return None
     return (pipeline.level, pipeline.knobs) if pipeline.level is not None else None
-
-
-def _tasklet_moves(counts: tuple[int, ...], tasklets: int) -> list[int]:
-    """The adjacent tasklet counts, then the next powers of two below and above where those are not
-    adjacent: a kernel that splits its work in powers of two runs unevenly on the counts between
-    (bs: BL=3 on 16 tasklets 2.56x, on 12 2.51x, on 8 2.61x)."""
-    adjacent = _adjacent(counts, tasklets)
-    powers = _adjacent(tuple(c for c in counts if c & (c - 1) == 0), tasklets)
-    return adjacent + [c for c in powers if c not in adjacent]
 
 
 def _adjacent(values: tuple[int, ...], value: int) -> list[int]:

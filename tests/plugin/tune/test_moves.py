@@ -34,14 +34,6 @@ def test_the_neighbours_of_the_default_build_change_one_dimension_each():
     assert tuned_defines(space, {"BL": 10}) == () and tuned_defines(space, {"BL": 8}) == (("BL", 8),)
 
 
-def test_tasklets_move_to_the_adjacent_counts_and_to_the_next_powers_of_two():
-    va = find_kernel("va")
-    space = search_space(va, 4096, 2, 0, 10, (4,), (4, 8, 12, 16, 20, 24))
-    found = {t: [p.tasklets for p in neighbours(Point("O2", (), t, 4), space, lambda tuned: space.grid)["tasklets"]]
-             for t in (16, 12, 24, 4)}
-    assert found == {16: [12, 20, 8], 12: [8, 16], 24: [20, 16], 4: [8]}
-
-
 def test_a_move_the_grid_refuses_lands_on_the_largest_valid_tasklet_count_below():
     va = find_kernel("va")
     space = search_space(va, 4096, 2, 0, 10, (4,), (4, 8, 16))
