@@ -81,6 +81,11 @@ def _dpu_tree_digest() -> str:
     return digest.hexdigest()
 
 
+def _needs_knob_process(pipeline: Pipeline) -> bool:
+    """Whether `pipeline`'s LLVM knobs differ from this process's: it runs in a knob process."""
+    return pipeline.knobs != process_knobs()
+
+
 def function_sections(ir: str) -> str:
     """The front end's IR with each function definition in a section of its own, ``.text.<name>``,
     as clang's -ffunction-sections gives them (the SDK driver's default above -O0, FACTS.md §9),
@@ -195,9 +200,13 @@ class ProxyToolchain(Toolchain):
     def optimize(self, ir: str, pipeline: Pipeline) -> llvm.ModuleRef:
         """Stage 2: parse IR and run `pipeline` on it (llvmlite, in-process; a pipeline with LLVM
         knobs in the process kept for its knob set, cnmtune.passes.knobs)."""
-        if pipeline.knobs != process_knobs():  # verified there before it was written (optimize_ir)
-            return llvm.parse_bitcode(knob_process(pipeline.knobs, self.codegen_level).optimize(ir, pipeline.text))
+        if _needs_knob_process(pipeline):  # verified there before it was written (optimize_ir)
+            return llvm.parse_bitcode(self._knob_bitcode(ir, pipeline))
         return optimize_ir(ir, pipeline, self.target_machine())
+
+    def _knob_bitcode(self, ir: str, pipeline: Pipeline) -> bytes:
+        """`pipeline` run on `ir` in the process kept for its knob set: the optimised module's bitcode."""
+        return knob_process(pipeline.knobs, self.codegen_level).optimize(ir, pipeline.text)
 
     def codegen(self, module: llvm.ModuleRef, emit: str = "obj") -> bytes:
         """Stage 3: the optimised module as an rv32i object ('obj'), assembly ('asm'), bitcode
@@ -219,7 +228,7 @@ class ProxyToolchain(Toolchain):
         for source in variant.kernel.sources:
             ir = self.frontend(variant, source, kernel_digest)
             key = content_key(self.identity, ir, variant.pipeline.text)
-            if variant.pipeline.knobs != process_knobs():
+            if _needs_knob_process(variant.pipeline):
                 paths.append(self._knob_object(ir, variant.pipeline, key))
                 continue
             path = self.cache.path("obj", key, ".o")
@@ -239,7 +248,7 @@ class ProxyToolchain(Toolchain):
         alias = self.cache.get("optimized", key, ".code")  # the key of the optimised module's object
         path = self.cache.path("obj", alias.decode(), ".o") if alias else None
         if path is None or not path.is_file():
-            bitcode = knob_process(pipeline.knobs, self.codegen_level).optimize(ir, pipeline.text)
+            bitcode = self._knob_bitcode(ir, pipeline)
             code_key = content_key(self.identity, "bitcode", bitcode)
             path = self.cache.path("obj", code_key, ".o")
             if not path.is_file():
