@@ -19,7 +19,8 @@ the binary's features. The search:
   neighbour of each (cnmtune.plugin.tune.moves: another value of one define, the adjacent tasklet
   counts, another unroll knob or the adjacent O-level), the crossovers of the best two, the 2 x
   ``top_k`` pipelines the model ranks best, at the best run's defines and tasklets, and the best
-  run's pipeline neighbours with one define at either nearest value; then it
+  run's pipeline neighbours with one define at either nearest value, and the best run at every
+  tasklet count of its grid; then it
   runs a batch of ``top_k``: a share ``exploration`` of it from the best run's unmeasured
   neighbours, one dimension after the other (a define's values nearest first: the binaries'
   features do not see most define values, so these are measured, not predicted; in the other

@@ -42,19 +42,33 @@ def test_a_batch_takes_one_of_each_set_of_twins_and_no_twin_of_a_run():
     assert exploited == [pool[4], pool[5]]
 
 
-def test_the_offspring_move_a_define_and_the_pipeline_together():
-    """Besides the one-step neighbours, the best run's pipeline neighbours are built at each define's
-    two nearest other values (ts's fastest build is two moves from where the search stops without
-    them: O2 at BL=4 -> O3 at BL=5)."""
-    va = find_kernel("va")
-    space = search_space(va, 4096, 2, 0, 10, (4,), (4, 8, 16))
+def _offspring_of_va_at_bl8(space) -> set[tuple[str, tuple, int]]:
+    """(pipeline, tuned defines, tasklets) of what a round builds when va's best run, its only one, is
+    O2 at BL=8 on 16 tasklets."""
     best = Candidate(["O2"], 16, 4, "elf0", defines=(("BL", 8),), measured_s=1.0, status="verified")
     requests = []
     search = SimpleNamespace(space=space, elite=lambda: [best], grid=lambda tuned: space.grid, pool=[best],
                              spec=TuneSpec("va", top_k=4), points={}, candidates=requests.extend, prior=None,
                              point_of=lambda c: Point("O2", (("BL", 8),), 16, 4))
     offspring(search)
-    built = {(r.pipeline, r.tuned, t) for r in requests for t in r.tasklets}
+    return {(r.pipeline, r.tuned, t) for r in requests for t in r.tasklets}
+
+
+def test_the_offspring_move_a_define_and_the_pipeline_together():
+    """Besides the one-step neighbours, the best run's pipeline neighbours are built at each define's
+    two nearest other values (ts's fastest build is two moves from where the search stops without
+    them: O2 at BL=4 -> O3 at BL=5)."""
+    space = search_space(find_kernel("va"), 4096, 2, 0, 10, (4,), (4, 8, 16))
+    built = _offspring_of_va_at_bl8(space)
     for bl in (7, 9):
         assert {(text, (("BL", bl),), 16) for text in pipeline_neighbours("O2", space.pipelines)} <= built
     assert ("O3", (("BL", 6),), 16) not in built  # a define two values away moves alone
+
+
+def test_the_offspring_hold_the_best_run_at_every_tasklet_count():
+    """The best run is built at every tasklet count of its grid, not only the adjacent ones, for the
+    model to rank (bs: 12 tasklets run slower than 16, 8 faster)."""
+    space = search_space(find_kernel("va"), 4096, 2, 0, 10, (4,), (2, 4, 8, 16))
+    assert {2, 4, 8, 16} <= set(space.grid.tasklets)
+    built = _offspring_of_va_at_bl8(space)
+    assert {("O2", (("BL", 8),), t) for t in space.grid.tasklets} <= built
