@@ -32,9 +32,13 @@ def offspring(search: Search) -> dict[str, list[Candidate]]:
     best run's pipeline neighbours at each tuned define's two nearest other values (a define's best
     pipeline can be another: ts's fastest build is O3 at BL=5, 1.99x, where O2 is best at BL=4,
     1.87x, and O2 at BL=5 only 1.72x), and the best run at every tasklet count of its grid for the
-    model to rank (bs: 12 tasklets 2.51x, 16 2.56x, 8 2.61x; the adjacent moves stop at 16).
-    Returns the unmeasured crossovers and neighbours of the best run by dimension: a define's values
-    nearest first, the other dimensions in the order of ``ranked_neighbours``."""
+    model to rank (bs: 12 tasklets 2.51x, 16 2.56x, 8 2.61x; the adjacent moves stop at 16), and the
+    best run with two defines moved, each to one of its two nearest values (hst-l on 8 tasklets:
+    BL=7 alone 1.04x, NR_HISTO=2 alone 1.00x, both 1.20x). Returns the unmeasured crossovers and
+    neighbours of the best run by dimension, the define pairs after the single defines: a define's
+    values, and the pairs, nearest first (the features barely see define values, nor how two of them
+    interact: NR_HISTO splits the tasklets' contention for hst-l's mutexes), the other dimensions in
+    the order of ``ranked_neighbours``."""
     space, elite = search.space, search.elite()
     if not elite:
         return {}
@@ -49,14 +53,21 @@ def offspring(search: Search) -> dict[str, list[Candidate]]:
     # the best run at every tasklet count of its grid
     grid = search.grid(best.tuned)
     wanted += [Point(best.pipeline, best.tuned, t, best.dpus) for t in grid.tasklets if best.dpus in grid.dpus(t)]
-    # two moves from the best run: a define to one of its two nearest values, and the pipeline
-    moved = [p for dimension, found in moves[0].items() if dimension.startswith("define ") for p in found[:2]]
-    wanted += [Point(q.pipeline, p.tuned, p.tasklets, p.dpus) for p in moved for q in moves[0].get("pipeline", [])]
+    # two moves from the best run: a define to one of its two nearest values, and the pipeline or
+    # another define to one of its two nearest values
+    defines = {dimension: found for dimension, found in moves[0].items() if dimension.startswith("define ")}
+    moved = {dimension: found[:2] for dimension, found in defines.items()}
+    wanted += [Point(q.pipeline, p.tuned, p.tasklets, p.dpus) for found in moved.values() for p in found
+               for q in moves[0].get("pipeline", [])]
+    pairs = list(dict.fromkeys(q for dimension, found in moved.items() for p in found
+                               for other, there in neighbours(p, space, search.grid).items()
+                               if other.startswith("define ") and other != dimension for q in there[:2]))
+    wanted += pairs
     grouped: dict[tuple[str, Defines], set[int]] = {}
     for p in wanted:
         grouped.setdefault((p.pipeline, p.tuned), set()).add(p.tasklets)
     search.candidates([BuildRequest(text, tuple(sorted(t)), tuned) for (text, tuned), t in grouped.items()])
-    by_dimension = {"crossover": crossed, **moves[0]}
+    by_dimension = {"crossover": crossed, **defines, "define pair": pairs, **moves[0]}
     out = {}
     for dimension, found in by_dimension.items():
         fresh = [search.points[p] for p in found if p in search.points and search.points[p].status == "not run"]

@@ -19,11 +19,12 @@ the binary's features. The search:
   neighbour of each (cnmtune.plugin.tune.moves: another value of one define, the adjacent tasklet
   counts, another unroll knob or the adjacent O-level), the crossovers of the best two, the 2 x
   ``top_k`` pipelines the model ranks best, at the best run's defines and tasklets, and the best
-  run's pipeline neighbours with one define at either nearest value, and the best run at every
-  tasklet count of its grid; then it
+  run's pipeline neighbours with one define at either nearest value, the best run with two
+  defines each at either nearest value, and the best run at every tasklet count of its grid; then it
   runs a batch of ``top_k``: a share ``exploration`` of it from the best run's unmeasured
-  neighbours, one dimension after the other (a define's values nearest first: the binaries'
-  features do not see most define values, so these are measured, not predicted; in the other
+  neighbours, one dimension after the other, the define pairs one after the single defines (a
+  define's values and the pairs nearest first: the binaries' features do not see most define
+  values, so these are measured, not predicted; in the other
   dimensions lowest predicted first), the rest the unmeasured candidates with the lowest
   predicted objective; while a learned model has not been fine-tuned on the kernel's runs, the
   static analytical prior's lowest comes first in each dimension's order and then alternates with

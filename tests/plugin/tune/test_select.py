@@ -42,14 +42,14 @@ def test_a_batch_takes_one_of_each_set_of_twins_and_no_twin_of_a_run():
     assert exploited == [pool[4], pool[5]]
 
 
-def _offspring_of_va_at_bl8(space) -> set[tuple[str, tuple, int]]:
-    """(pipeline, tuned defines, tasklets) of what a round builds when va's best run, its only one, is
-    O2 at BL=8 on 16 tasklets."""
-    best = Candidate(["O2"], 16, 4, "elf0", defines=(("BL", 8),), measured_s=1.0, status="verified")
+def _offspring(space, tuned: tuple) -> set[tuple[str, tuple, int]]:
+    """(pipeline, tuned defines, tasklets) of what a round builds when the best run, the only one, is
+    O2 with `tuned` on 16 tasklets."""
+    best = Candidate(["O2"], 16, 4, "elf0", defines=tuned, measured_s=1.0, status="verified")
     requests = []
-    search = SimpleNamespace(space=space, elite=lambda: [best], grid=lambda tuned: space.grid, pool=[best],
+    search = SimpleNamespace(space=space, elite=lambda: [best], grid=lambda _: space.grid, pool=[best],
                              spec=TuneSpec("va", top_k=4), points={}, candidates=requests.extend, prior=None,
-                             point_of=lambda c: Point("O2", (("BL", 8),), 16, 4))
+                             point_of=lambda c: Point("O2", tuned, 16, 4))
     offspring(search)
     return {(r.pipeline, r.tuned, t) for r in requests for t in r.tasklets}
 
@@ -59,7 +59,7 @@ def test_the_offspring_move_a_define_and_the_pipeline_together():
     two nearest other values (ts's fastest build is two moves from where the search stops without
     them: O2 at BL=4 -> O3 at BL=5)."""
     space = search_space(find_kernel("va"), 4096, 2, 0, 10, (4,), (4, 8, 16))
-    built = _offspring_of_va_at_bl8(space)
+    built = _offspring(space, (("BL", 8),))
     for bl in (7, 9):
         assert {(text, (("BL", bl),), 16) for text in pipeline_neighbours("O2", space.pipelines)} <= built
     assert ("O3", (("BL", 6),), 16) not in built  # a define two values away moves alone
@@ -70,5 +70,17 @@ def test_the_offspring_hold_the_best_run_at_every_tasklet_count():
     model to rank (bs: 12 tasklets run slower than 16, 8 faster)."""
     space = search_space(find_kernel("va"), 4096, 2, 0, 10, (4,), (2, 4, 8, 16))
     assert {2, 4, 8, 16} <= set(space.grid.tasklets)
-    built = _offspring_of_va_at_bl8(space)
+    built = _offspring(space, (("BL", 8),))
     assert {("O2", (("BL", 8),), t) for t in space.grid.tasklets} <= built
+
+
+def test_the_offspring_move_two_defines_together():
+    """The best run is built with two defines moved, each to one of its two nearest values (hst-l:
+    BL=7 and NR_HISTO=2 together run 1.20x, each alone at most 1.04x), not farther."""
+    space = search_space(find_kernel("hst-l"), 4096, 2, 0, 10, (4,), (16,))
+    built = _offspring(space, ())  # BL=8, NR_HISTO=1: the workload's defaults
+    for bl in (7, 9):
+        for histograms in (2, 4):
+            assert ("O2", (("BL", bl), ("NR_HISTO", histograms)), 16) in built
+    assert ("O2", (("BL", 6), ("NR_HISTO", 2)), 16) not in built
+    assert ("O2", (("BL", 7), ("NR_HISTO", 8)), 16) not in built
