@@ -27,18 +27,19 @@ __all__ = ["batch", "offspring", "ranked_neighbours"]
 
 
 def offspring(search: Search) -> dict[str, list[Candidate]]:
-    """Build and score the elite's offspring: the neighbours of each elite run, the crossovers of the
-    best two, the 2k pipelines the model ranks best at the best run's defines and tasklets, and the
-    best run's pipeline neighbours at each tuned define's two nearest other values (a define's best
-    pipeline can be another: ts's fastest build is O3 at BL=5, 1.99x, where O2 is best at BL=4,
-    1.87x, and O2 at BL=5 only 1.72x), and the best run at every tasklet count of its grid for the
-    model to rank (bs: 12 tasklets 2.51x, 16 2.56x, 8 2.61x; the adjacent moves stop at 16), and the
-    best run with two defines moved, each to one of its two nearest values (hst-l on 8 tasklets:
-    BL=7 alone 1.04x, NR_HISTO=2 alone 1.00x, both 1.20x). Returns the unmeasured crossovers and
-    neighbours of the best run by dimension, the define pairs after the single defines: a define's
-    values, and the pairs, nearest first (the features barely see define values, nor how two of them
-    interact: NR_HISTO splits the tasklets' contention for hst-l's mutexes), the other dimensions in
-    the order of ``ranked_neighbours``."""
+    """Build and score the elite's offspring:
+    - the neighbours of each elite run, and the crossovers of the best two;
+    - the 2k pipelines the model ranks best, at the best run's defines and tasklets;
+    - the best run at every tasklet count of its grid, for the model to rank (bs: 16 tasklets 2.56x,
+      12 2.51x, 8 2.61x: the adjacent moves stop at 16);
+    - two moves from the best run, a define to one of its two nearest values and either the pipeline
+      (ts's fastest build is O3 at BL=5, 1.99x; O2 is best at BL=4, 1.87x, and 1.72x at BL=5) or
+      another define to one of its two nearest values (hst-l on 8 tasklets: BL=7 alone 1.04x,
+      NR_HISTO=2 alone 1.00x, both 1.20x).
+    Returns the unmeasured crossovers and neighbours of the best run by dimension, the define pairs
+    one dimension after the single defines. A define's values, and the pairs, come nearest first: the
+    features barely see define values, nor how two interact (NR_HISTO splits the tasklets' contention
+    for hst-l's mutexes). The other dimensions come in the order of ``ranked_neighbours``."""
     space, elite = search.space, search.elite()
     if not elite:
         return {}
