@@ -44,8 +44,9 @@ def tuned_defines(space: Space, values: dict[str, DefineValue]) -> Defines:
     return tuple((name, values[name]) for name, _ in space.tuned if name in values and values[name] != base.get(name))
 
 
-def neighbours(point: Point, space: Space, grid: Callable[[Defines], Grid]) -> dict[str, list[Point]]:
-    """The valid one-step neighbours of `point` by dimension (see the module docstring)."""
+def define_moves(point: Point, space: Space, grid: Callable[[Defines], Grid]) -> dict[str, list[Point]]:
+    """The valid moves of `point` in each tuned define ("define NAME"): every other choice of it,
+    nearest in the declared order first."""
     moves: dict[str, list[Point]] = {}
     values = {**dict(space.base_defines), **dict(point.tuned)}
     for name, choices in space.tuned:
@@ -53,6 +54,12 @@ def neighbours(point: Point, space: Space, grid: Callable[[Defines], Grid]) -> d
         others = sorted((c for c in choices if c != values[name]), key=lambda c: abs(choices.index(c) - here))
         moves[f"define {name}"] = _valid([Point(point.pipeline, tuned_defines(space, {**values, name: value}),
                                                 point.tasklets, point.dpus) for value in others], grid)
+    return moves
+
+
+def neighbours(point: Point, space: Space, grid: Callable[[Defines], Grid]) -> dict[str, list[Point]]:
+    """The valid one-step neighbours of `point` by dimension (see the module docstring)."""
+    moves = define_moves(point, space, grid)
     counts = grid(point.tuned).tasklets
     moves["tasklets"] = [Point(point.pipeline, point.tuned, t, point.dpus) for t in _adjacent(counts, point.tasklets)]
     moves["pipeline"] = [Point(text, point.tuned, point.tasklets, point.dpus)

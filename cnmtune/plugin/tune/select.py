@@ -15,7 +15,7 @@ import math
 from typing import TYPE_CHECKING
 
 from cnmtune.plugin.tune.build import BuildRequest
-from cnmtune.plugin.tune.moves import Point, crossovers, neighbours
+from cnmtune.plugin.tune.moves import Point, crossovers, define_moves, neighbours
 from cnmtune.plugin.tune.report import Candidate
 from cnmtune.plugin.tune.score import PRIOR_SHARE, interleave, ranked_pipelines
 from cnmtune.plugin.tune.space import Defines
@@ -61,8 +61,8 @@ def offspring(search: Search) -> dict[str, list[Candidate]]:
     wanted += [Point(q.pipeline, p.tuned, p.tasklets, p.dpus) for found in moved.values() for p in found
                for q in moves[0].get("pipeline", [])]
     pairs = list(dict.fromkeys(q for dimension, found in moved.items() for p in found
-                               for other, there in neighbours(p, space, search.grid).items()
-                               if other.startswith("define ") and other != dimension for q in there[:2]))
+                               for other, there in define_moves(p, space, search.grid).items()
+                               if other != dimension for q in there[:2]))
     wanted += pairs
     grouped: dict[tuple[str, Defines], set[int]] = {}
     for p in wanted:
