@@ -17,11 +17,12 @@ from cnmtune.passes.vocabulary import BY_NAME
 # OptSizeThreshold = 75, OptMinSizeThreshold = 25).
 _SIZE_LEVEL_INLINE_THRESHOLD = {"Os": 75, "Oz": 25}
 
-# The last few IRs parsed into LLVM's global context, never optimised themselves: a tune optimises
-# one IR with many pipelines, and a clone costs 0.5 ms where a parse of va's IR costs 1.2 ms (the
-# clone's code is the parse's: 150 random pipelines on va, the same objects byte for byte).
+# The last few IRs parsed, each in its context (LLVM's global one, or one of its own), never
+# optimised themselves: a tune optimises one IR with many pipelines, and a clone costs 0.5 ms where a
+# parse of va's IR costs 1.2 ms (the clone's code is the parse's: the 20 suite kernels at O1-O3, Os
+# and 12 random pipelines each, the same objects byte for byte).
 _PARSED_KEEP = 4
-_parsed: OrderedDict[str, llvm.ModuleRef] = OrderedDict()
+_parsed: OrderedDict[tuple[str, bool], llvm.ModuleRef] = OrderedDict()
 _parsed_lock = threading.Lock()
 
 
@@ -57,24 +58,24 @@ def apply_pipeline(module: llvm.ModuleRef, pipeline: Pipeline, target_machine: l
 
 
 def optimize_ir(ir: str, pipeline: Pipeline, target_machine: llvm.TargetMachine,
-                context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
-    """Parse textual IR into `context` (LLVM's global one by default: a clone of the IR's module
-    parsed there once), run `pipeline` on it (apply_pipeline's rule on knobs holds) and verify the
-    result."""
-    module = llvm.parse_assembly(ir, context=context) if context is not None else _parsed_clone(ir)
+                own_context: bool = False) -> llvm.ModuleRef:
+    """A clone of `ir`'s module, parsed once into LLVM's global context or, with `own_context`,
+    into a context of the IR's own, with `pipeline` run on it (apply_pipeline's rule on knobs
+    holds) and verified."""
+    module = _parsed_clone(ir, own_context)
     apply_pipeline(module, pipeline, target_machine)
     module.verify()
     return module
 
 
-def _parsed_clone(ir: str) -> llvm.ModuleRef:
-    """A fresh module of `ir` in LLVM's global context: a clone of its kept parse."""
-    digest = hashlib.sha256(ir.encode()).hexdigest()
+def _parsed_clone(ir: str, own_context: bool) -> llvm.ModuleRef:
+    """A fresh module of `ir`: a clone of its kept parse (see `_PARSED_KEEP`)."""
+    key = (hashlib.sha256(ir.encode()).hexdigest(), own_context)
     with _parsed_lock:
-        parsed = _parsed.get(digest)
+        parsed = _parsed.get(key)
         if parsed is None:
-            parsed = _parsed[digest] = llvm.parse_assembly(ir)
+            parsed = _parsed[key] = llvm.parse_assembly(ir, context=llvm.create_context() if own_context else None)
             while len(_parsed) > _PARSED_KEEP:
                 _parsed.popitem(last=False)
-        _parsed.move_to_end(digest)
+        _parsed.move_to_end(key)
         return parsed.clone()

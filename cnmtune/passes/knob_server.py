@@ -30,7 +30,6 @@ import time
 from collections.abc import Sequence
 from typing import BinaryIO
 
-import llvmlite.binding as llvm
 
 from cnmtune.passes.apply import optimize_ir
 from cnmtune.passes.knobs import set_process_knobs
@@ -62,10 +61,9 @@ def serve(knobs: Sequence[tuple[str, int]], codegen_level: int, requests: Binary
     target_machine = rv32_target_machine(codegen_level)
     while (ir := receive(requests)) is not None and (pipeline := receive(requests)) is not None:
         try:
-            # a context of its own: the bitcode is then the IR's and the pipeline's alone, where in
+            # the IR's own context: the bitcode is then the IR's and the pipeline's alone, where in
             # one shared context every parse renames the module's named types (%struct.t.0.12)
-            module = optimize_ir(ir.decode(), Pipeline.parse(pipeline.decode()), target_machine,
-                                 llvm.create_context())
+            module = optimize_ir(ir.decode(), Pipeline.parse(pipeline.decode()), target_machine, own_context=True)
             answer = b"\0" + module.as_bitcode()
         except Exception as exc:  # the parent raises it as a CompileError naming the pipeline
             answer = b"\1" + f"{type(exc).__name__}: {exc}".encode()
