@@ -30,7 +30,6 @@ import time
 from collections.abc import Sequence
 from typing import BinaryIO
 
-
 from cnmtune.passes.apply import optimize_ir
 from cnmtune.passes.knobs import set_process_knobs
 from cnmtune.passes.pipeline import Pipeline
