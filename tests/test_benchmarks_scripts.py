@@ -344,3 +344,6 @@ def test_compile_speed_times_each_stage_and_the_bound_llvm_sets(tmp_path):
     llvm = stages["optimize (LLVM)"] + stages["codegen (LLVM)"]
     assert record["llvm_bound_per_second"] == round(1000 / llvm, 1)
     assert "allows at most" in result.stdout
+    assert record["own_stages_ms"] == pytest.approx(sum(stages.values()) - llvm, abs=0.02)
+    assert record["own_stages_budget_ms"] == pytest.approx(1000 / record["target_per_second"]["random"] - llvm, abs=0.02)
+    assert "leaves cnmtune's own stages (link, lowering, features)" in " ".join(result.stdout.split())
