@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import threading
-from collections import OrderedDict
 
 import llvmlite.binding as llvm
 
@@ -17,13 +16,7 @@ from cnmtune.passes.vocabulary import BY_NAME
 # OptSizeThreshold = 75, OptMinSizeThreshold = 25).
 _SIZE_LEVEL_INLINE_THRESHOLD = {"Os": 75, "Oz": 25}
 
-# The last few IRs parsed, each in its context (LLVM's global one, or one of its own), never
-# optimised themselves: a tune optimises one IR with many pipelines, and a clone costs 0.5 ms where a
-# parse of va's IR costs 1.2 ms (the clone's code is the parse's: the 20 suite kernels at O1-O3, Os
-# and 12 random pipelines each, the same objects byte for byte).
-_PARSED_KEEP = 4
-_parsed: OrderedDict[tuple[str, bool], llvm.ModuleRef] = OrderedDict()
-_parsed_lock = threading.Lock()
+_parsed_lock = threading.Lock()  # one clone (or parse) in a context at a time
 
 
 def _level_pass_manager(level: str, target_machine: llvm.TargetMachine):
@@ -68,14 +61,16 @@ def optimize_ir(ir: str, pipeline: Pipeline, target_machine: llvm.TargetMachine,
     return module
 
 
+@functools.lru_cache(maxsize=4)
+def _kept_parse(ir: str, own_context: bool) -> llvm.ModuleRef:
+    """`ir` parsed into LLVM's global context or one of its own, for the last few IRs; never
+    optimised itself: a tune optimises one IR with many pipelines, and a clone costs 0.5 ms where a
+    parse of va's IR costs 1.2 ms (the clone's code is the parse's: the 20 suite kernels at O1-O3, Os
+    and 12 random pipelines each, the same objects byte for byte)."""
+    return llvm.parse_assembly(ir, context=llvm.create_context() if own_context else None)
+
+
 def _parsed_clone(ir: str, own_context: bool) -> llvm.ModuleRef:
-    """A fresh module of `ir`: a clone of its kept parse (see `_PARSED_KEEP`)."""
-    key = (hashlib.sha256(ir.encode()).hexdigest(), own_context)
+    """A fresh module of `ir`: a clone of its kept parse."""
     with _parsed_lock:
-        parsed = _parsed.get(key)
-        if parsed is None:
-            parsed = _parsed[key] = llvm.parse_assembly(ir, context=llvm.create_context() if own_context else None)
-            while len(_parsed) > _PARSED_KEEP:
-                _parsed.popitem(last=False)
-        _parsed.move_to_end(key)
-        return parsed.clone()
+        return _kept_parse(ir, own_context).clone()
