@@ -8,6 +8,11 @@
    in the kernel table), the transfer constants on every transfer column of both.
    - Kernel: MAPE of kernel_ms per workload (target <= 15 % each; uPIMulator reaches 24.8 % on
      real kernel times).
+   - Where the kernel error lives, per workload: the least-MAPE line (a fixed part and a cost per
+     unit of the work per DPU: the size over the DPUs, MLP's n x n) through the real times and
+     through the simulated ones; their fixed parts, the ratio of their slopes, and how far the real
+     times stray from their own line. A fixed part off is a cost per run (launch, boot, final
+     reduction); a slope off is a cost per element.
    - Transfers: MAPE per direction, CPU->DPU, DPU->CPU and Inter-DPU (PrIM's timed steps: the
      CSVs' cpu_to_dpu_ms, dpu_to_cpu_ms and dpu_to_dpu_ms; Inter-DPU only where a workload has
      one, MLP and SCAN-SSA), over all rows (targets <= 30, 15 and 20 %: issue 41) and per
@@ -115,16 +120,17 @@ def summarise(records: list[dict]) -> dict:
     return out
 
 
-def best_line_errors(x: list[float], y: list[float]) -> list[float]:
-    """Absolute relative errors of the line a + b x of least MAPE through the points (x, y): the
-    best among the lines through two points of distinct x and the constants of one point, which
-    holds a least-MAPE line (a weighted least-absolute-deviations fit: a linear programme whose
-    optimum lies at such a vertex)."""
+def best_line(x: list[float], y: list[float]) -> tuple[float, float, list[float]]:
+    """The line a + b x of least MAPE through the points (x, y), as (a, b, the points' absolute
+    relative errors): the best among the lines through two points of distinct x and the constants
+    of one point, which holds a least-MAPE line (a weighted least-absolute-deviations fit: a linear
+    programme whose optimum lies at such a vertex)."""
     lines = [(y[i], 0.0) for i in range(len(y))]
     lines += [(y[i] - x[i] * (y[j] - y[i]) / (x[j] - x[i]), (y[j] - y[i]) / (x[j] - x[i]))
               for i in range(len(x)) for j in range(i + 1, len(x)) if x[j] != x[i]]
     errors = [[abs(a + b * xk - yk) / yk for xk, yk in zip(x, y)] for a, b in lines]
-    return min(errors, key=sum)
+    k = min(range(len(lines)), key=lambda i: sum(errors[i]))
+    return lines[k][0], lines[k][1], errors[k]
 
 
 def floor(records: list[dict]) -> dict:
@@ -142,7 +148,7 @@ def floor(records: list[dict]) -> dict:
             if len(chosen) < FLOOR_GROUP:
                 continue
             x = [r[column + "_bytes_to"] + r[column + "_bytes_from"] for r in chosen]
-            errors = best_line_errors(x, [r[column + "_real"] for r in chosen])
+            errors = best_line(x, [r[column + "_real"] for r in chosen])[2]
             for key in (bench, "all"):
                 floors.setdefault(key, []).extend(errors)
                 simulated.setdefault(key, []).extend(abs(r[column] / r[column + "_real"] - 1) for r in chosen)
@@ -150,6 +156,43 @@ def floor(records: list[dict]) -> dict:
                                "simulated_on_rows": 100 * float(np.mean(simulated[bench]))} if bench in floors else None
                        for bench in sorted({r["benchmark"] for r in records}) + ["all"]}
     return out
+
+
+def work_per_dpu(record: dict) -> float:
+    """What one DPU's kernel work grows with in a row: the size per DPU (MLP: n x n per layer,
+    cnmtune/data/calibration/README.md says what each size counts)."""
+    size = record["size"] ** 2 if record["benchmark"] == "MLP" else record["size"]
+    return size / record["dpus"]
+
+
+def kernel_split(records: list[dict]) -> dict[str, dict]:
+    """Per workload, where the kernel-time error lives: the least-MAPE line (fixed + per unit of
+    work_per_dpu) through the real times and through the simulated ones, its fixed parts, the
+    ratio of its slopes, and how far the real times stray from their own line (no model of a fixed
+    cost and a cost per unit does better on them)."""
+    out = {}
+    for bench in sorted({r["benchmark"] for r in records}):
+        chosen = [r for r in records if r["benchmark"] == bench]
+        x = [work_per_dpu(r) for r in chosen]
+        fixed_real, slope_real, errors = best_line(x, [r["kernel_ms_real"] for r in chosen])
+        fixed_sim, slope_sim, _ = best_line(x, [r["kernel_ms"] for r in chosen])
+        out[bench] = {"fixed_ms_real": fixed_real, "fixed_ms_sim": fixed_sim,
+                      "slope_ratio": slope_sim / slope_real if slope_real else None,
+                      "line_mape_real": 100 * float(np.mean(errors))}
+    return out
+
+
+def split_table(split: dict[str, dict]) -> Table:
+    """`kernel_split` as a table."""
+    table = Table(title="kernel time split: fixed ms and per-unit slope of the least-MAPE line in the work "
+                        "per DPU, real vs simulated (line %: how far the real times stray from theirs)")
+    for column in ("workload", "fixed real", "fixed sim", "slope sim/real", "line %"):
+        table.add_column(column, justify="left" if column == "workload" else "right")
+    for bench, part in split.items():
+        ratio = part["slope_ratio"]
+        table.add_row(bench, f"{part['fixed_ms_real']:.3f}", f"{part['fixed_ms_sim']:.3f}",
+                      "-" if ratio is None else f"{ratio:.3f}", f"{part['line_mape_real']:.1f}")
+    return table
 
 
 def upimulator_link_mape(records: list[dict]) -> dict[str, float]:
@@ -265,7 +308,9 @@ def main() -> int:
     records = (simulate(calibration.load_rows(fitted_csv), config, console, fitted=True)
                + simulate(calibration.load_rows(held_out_csv), config, console, fitted=False))
     summary, floors, link = summarise(records), floor(records), upimulator_link_mape(records)
+    split = kernel_split(records)
     console.print(kernel_table(records, summary, config))
+    console.print(split_table(split))
     console.print(transfer_table(summary, floors))
     worst = max((v, b) for b, v in summary["kernel_ms"].items() if b != "all")
     met = {"kernel": worst[0] <= KERNEL_TARGET}
@@ -283,7 +328,8 @@ def main() -> int:
         console.print(f"{DIRECTIONS[column]} transfer MAPE {error:.1f} % over all rows (target <= {target:g} %: "
                       f"{script_io.verdict(met[DIRECTIONS[column]])}; {'; '.join(against)})")
     plot(records, summary, args.out / "validate_sim_calibration.png")
-    report = {"config": config.hash, "design": changed, "data": str(args.data), "summary": summary, "floor": floors,
+    report = {"config": config.hash, "design": changed, "data": str(args.data), "summary": summary,
+              "kernel_split": split, "floor": floors,
               "targets_met": met, "upimulator_link_mape": link, "rows": records}
     if not args.skip_micro:
         import micro_sim

@@ -101,14 +101,35 @@ def test_validate_sim_checks_one_design_point_named_as_cnmtune_sweep_names_it(tm
 
 def test_validate_sim_finds_the_least_mape_line_exactly():
     validate_sim = _script("validate_sim")
-    assert validate_sim.best_line_errors([1, 2, 3], [2.0, 3.0, 4.0]) == pytest.approx([0, 0, 0])
-    assert validate_sim.best_line_errors([8, 8, 8], [1.0, 2.0, 4.0]) == pytest.approx([0.0, 0.5, 0.75])  # a constant
+    assert validate_sim.best_line([1, 2, 3], [2.0, 3.0, 4.0]) == (pytest.approx(1.0), pytest.approx(1.0),
+                                                                pytest.approx([0, 0, 0]))
+    assert validate_sim.best_line([8, 8, 8], [1.0, 2.0, 4.0]) == (1.0, 0.0, pytest.approx([0.0, 0.5, 0.75]))
     rng = np.random.default_rng(41)
     x, y = rng.uniform(1, 100, 6), rng.uniform(1, 10, 6)
-    best = sum(validate_sim.best_line_errors(list(x), list(y)))
+    best = sum(validate_sim.best_line(list(x), list(y))[2])
     grid = min(float(np.sum(np.abs(a + b * x - y) / y))
                for a in np.linspace(-10, 10, 201) for b in np.linspace(-0.2, 0.2, 201))
     assert best <= grid + 1e-12 and best > 0
+
+
+def test_validate_sim_splits_each_kernel_error_into_a_fixed_part_and_a_slope():
+    """Real times 0.5 ms + 2 us per element per DPU, simulated 0.2 ms + 2.2 us: the split finds both
+    lines exactly; MLP's work is n x n per DPU, and a real row off its line shows in line %."""
+    validate_sim = _script("validate_sim")
+    records = [{"benchmark": "VA", "size": size, "dpus": dpus, "kernel_ms_real": 0.5 + 2e-3 * size / dpus,
+                "kernel_ms": 0.2 + 2.2e-3 * size / dpus} for size, dpus in ((1000, 1), (4000, 4), (8000, 4), (8000, 16))]
+    records += [{"benchmark": "MLP", "size": n, "dpus": 4, "kernel_ms_real": 1.0 + 1e-3 * n * n / 4 * (1.2 if n == 64 else 1),
+                 "kernel_ms": 1.0 + 1e-3 * n * n / 4} for n in (32, 64, 128, 256)]
+    split = validate_sim.kernel_split(records)
+    assert split["VA"] == {"fixed_ms_real": pytest.approx(0.5), "fixed_ms_sim": pytest.approx(0.2),
+                           "slope_ratio": pytest.approx(1.1), "line_mape_real": pytest.approx(0.0, abs=1e-9)}
+    assert split["MLP"]["fixed_ms_real"] == pytest.approx(1.0) and split["MLP"]["slope_ratio"] == pytest.approx(1.0)
+    assert split["MLP"]["line_mape_real"] == pytest.approx(100 * (0.2 * 1.024 / 2.2288) / 4)  # the n=64 row alone
+    console = Console(width=80, record=True)
+    console.print(validate_sim.split_table(split))
+    text = console.export_text()
+    assert max(map(len, text.splitlines())) <= 80 and "\u2026" not in text
+    assert "0.500" in text and "0.200" in text and "1.100" in text
 
 
 def test_validate_sim_reports_each_direction_next_to_its_floor():
