@@ -160,7 +160,8 @@ def floor(records: list[dict]) -> dict:
 
 def work_per_dpu(record: dict) -> float:
     """What one DPU's kernel work grows with in a row: the size per DPU (MLP: n x n per layer,
-    cnmtune/data/calibration/README.md says what each size counts)."""
+    cnmtune/data/calibration/README.md says what each size counts). BS's searches also lengthen
+    with the log of the size, which shows in how far its real times stray from a line."""
     size = record["size"] ** 2 if record["benchmark"] == "MLP" else record["size"]
     return size / record["dpus"]
 
