@@ -117,9 +117,10 @@ def test_validate_sim_splits_each_kernel_error_into_a_fixed_part_and_a_slope():
     lines exactly; MLP's work is n x n per DPU, and a real row off its line shows in line %."""
     validate_sim = _script("validate_sim")
     records = [{"benchmark": "VA", "size": size, "dpus": dpus, "kernel_ms_real": 0.5 + 2e-3 * size / dpus,
-                "kernel_ms": 0.2 + 2.2e-3 * size / dpus} for size, dpus in ((1000, 1), (4000, 4), (8000, 4), (8000, 16))]
-    records += [{"benchmark": "MLP", "size": n, "dpus": 4, "kernel_ms_real": 1.0 + 1e-3 * n * n / 4 * (1.2 if n == 64 else 1),
-                 "kernel_ms": 1.0 + 1e-3 * n * n / 4} for n in (32, 64, 128, 256)]
+                "kernel_ms": 0.2 + 2.2e-3 * size / dpus}
+               for size, dpus in ((1000, 1), (4000, 4), (8000, 4), (8000, 16))]
+    records += [{"benchmark": "MLP", "size": n, "dpus": 4, "kernel_ms": 1.0 + 1e-3 * n * n / 4,
+                 "kernel_ms_real": 1.0 + 1e-3 * n * n / 4 * (1.2 if n == 64 else 1)} for n in (32, 64, 128, 256)]
     split = validate_sim.kernel_split(records)
     assert split["VA"] == {"fixed_ms_real": pytest.approx(0.5), "fixed_ms_sim": pytest.approx(0.2),
                            "slope_ratio": pytest.approx(1.1), "line_mape_real": pytest.approx(0.0, abs=1e-9)}
