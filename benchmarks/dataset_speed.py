@@ -7,7 +7,7 @@ second, the fraction of simulations saved by binary dedup, and the parallel effi
 seconds of the workers / their wall seconds).
 
 Projected (issue 17 target: reference dataset v2 in <= 10 h on 2 cores): the v2 spec (every
---project-kernels kernel; --project-pipelines pipelines of the L2P set plus the 14 knob
+--project-kernels kernel; --project-pipelines pipelines of the L2P set plus the knob
 pipelines; sizes ladder:4 from the small preset to the default; each tuned define at the default
 and --define-values - 1 other values; DPUs 1,4,16,64 x tasklets 1..16 without L2P's T >= D rule;
 points where a DPU gets more than --per-dpu-limit of the default input skipped; runs from

@@ -240,8 +240,9 @@ class ProxyToolchain(Toolchain):
     def _knob_object(self, ir: str, pipeline: Pipeline, key: str) -> Path:
         """The object of a pipeline with knobs (`key`: its IR's and its own), kept under the optimised
         module's bitcode: pipelines that optimise to the same module (mostly O2 and O3 with the same
-        knobs) share one code generation; the 14 knob pipelines of the 20 suite kernels at 16
-        tasklets need 211 code generations, not 280. Sound for modules read from bitcode only: the
+        knobs) share one code generation; the 14 knob pipelines of issue 17 (before runtime unrolling
+        at counts 2, 8 and 16 joined them) needed 211 code generations for the 20 suite kernels at
+        16 tasklets, not 280. Sound for modules read from bitcode only: the
         code also depends on the order of a module's use lists, which bitcode does not keep, and a
         module optimised in this process has its own order (NW's O3 and O3 with unroll-runtime=1:
         one bitcode, two codes)."""
