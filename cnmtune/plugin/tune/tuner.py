@@ -41,8 +41,9 @@ the binary's features. The search:
   never a clock, so a tune makes the same choices on any machine and under any load); a model without
   its checkpoint is used as it is, and the report says so; the baselines (``model`` 'analytical'
   or 'random[:SEED]', cnmtune.plugin.tune.score) learn nothing.
-The rounds stop at ``rounds``, after three rounds that did not improve the best run by 0.5 %, when
-nothing is left to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent.
+The rounds stop at ``rounds``, after three rounds that found no faster run (on a UPMEM target, none
+0.5 % faster: measured times vary from run to run, the simulator's do not), when nothing is left
+to run, or when the execution budget (``budget_s``) or ``max_runs`` is spent.
 On the simulator from SCREEN_FROM (16) DPUs on (``screen``), the search's runs are screening
 runs: only the first and the last DPU execute (cnmtune.runtime.sampled: the kernel time is the
 slower of the two, the full run's for PrIM's partitionings, which leave the remainder to the last
@@ -93,7 +94,10 @@ __all__ = ["tune"]
 
 CONFIRM = 3  # the best screening runs run again on every DPU, verified (with the default build)
 PATIENCE = 3  # rounds without a better run before the search stops
-IMPROVEMENT = 0.005  # what counts as a better run: 0.5 % faster
+# What counts as a better run: on the embedded simulator, whose times are exact and repeat, any
+# faster run (va's demo tune found a run 0.38 % faster in round 2, and the run 1.6 % faster two
+# rounds on); on a UPMEM target, 0.5 % faster, above the run-to-run noise of measured times
+NOISY_IMPROVEMENT = 0.005
 
 
 def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
@@ -128,6 +132,7 @@ def tune(spec: TuneSpec, executor: Executor, store: Store | None = None,
 def _evolve(search: Search) -> None:
     """The rounds of the search (see the module docstring); the default build has run."""
     spec, objective = search.spec, search.spec.objective
+    improvement = 0.0 if spec.device == "sim" else NOISY_IMPROVEMENT
     quiet = 0
     for number in range(1, spec.rounds + 1):
         if search.spent():
@@ -145,7 +150,7 @@ def _evolve(search: Search) -> None:
                      adapted_on=adapted["samples"] if adapted else None)
         best = search.best()
         if before is None or best is None or \
-                best.objective_s(objective) < (1 - IMPROVEMENT) * before.objective_s(objective):
+                best.objective_s(objective) < (1 - improvement) * before.objective_s(objective):
             quiet = 0
         else:
             quiet += 1
