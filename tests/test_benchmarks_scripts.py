@@ -360,7 +360,8 @@ def test_compile_speed_times_each_stage_and_the_bound_llvm_sets(tmp_path):
               for name, found in record["workloads"].items())
     assert result.returncode == (0 if met else 1)
     # the knob pipelines at 1 tasklet; the first was built (at 16) before the timing
-    assert record["workloads"]["random"]["variants"] == 3 and record["workloads"]["knobs"]["variants"] == len(knob_pipelines())
+    workloads = record["workloads"]
+    assert workloads["random"]["variants"] == 3 and workloads["knobs"]["variants"] == len(knob_pipelines())
     stages = record["stages_median_ms"]
     assert list(stages) == ["optimize (LLVM)", "codegen (LLVM)", "link", "lowering (IRAM rule)", "features"]
     assert all(ms > 0 for ms in stages.values())

@@ -242,10 +242,9 @@ class ProxyToolchain(Toolchain):
         module's bitcode: pipelines that optimise to the same module (mostly O2 and O3 with the same
         knobs) share one code generation; the 14 knob pipelines of issue 17 (before runtime unrolling
         at counts 2, 8 and 16 joined them) needed 211 code generations for the 20 suite kernels at
-        16 tasklets, not 280. Sound for modules read from bitcode only: the
-        code also depends on the order of a module's use lists, which bitcode does not keep, and a
-        module optimised in this process has its own order (NW's O3 and O3 with unroll-runtime=1:
-        one bitcode, two codes)."""
+        16 tasklets, not 280. Sound for modules read from bitcode only: the code also depends on the
+        order of a module's use lists, which bitcode does not keep, and a module optimised in this
+        process has its own order (NW's O3 and O3 with unroll-runtime=1: one bitcode, two codes)."""
         alias = self.cache.get("optimized", key, ".code")  # the key of the optimised module's object
         path = self.cache.path("obj", alias.decode(), ".o") if alias else None
         if path is None or not path.is_file():
