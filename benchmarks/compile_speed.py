@@ -11,9 +11,13 @@ The features are the ones the tuner scores (`model_features`: the lowered DPU co
 
 A second table times each stage of a compile apart on --stages other random pipelines (a new
 cache: nothing is a hit): LLVM's optimisation and code generation, the link, the lowering
-the IRAM rule reads, the features. LLVM's two stages bound the rate from above: the rate with
-every stage of cnmtune's own taking no time; what the random target leaves cnmtune's own stages
-(20 ms a variant less LLVM's) is printed next to what they take.
+the IRAM rule reads, the features; and what a compile through the toolchain adds to them (the
+build cache's files and their accounting, the content keys, the ELF's hash): the same pipeline
+compiled through ``ProxyToolchain.compile`` right after its stages, less their sum (the stages'
+ELF is linked at another stack size, so that neither reuses the other's lowering). LLVM's two
+stages bound the rate from above: the rate with every stage of cnmtune's own taking no time;
+what the random target leaves cnmtune's own stages (20 ms a variant less LLVM's) is printed
+next to what they take.
 
     python benchmarks/compile_speed.py [--count 200] [--length 20] [--knob-tasklets 16] [--stages 100]
         [--json benchmarks/results/compile_speed.json]
@@ -43,6 +47,7 @@ from cnmtune.runtime.toolchain.layout import read_memory_use
 VA = Path(__file__).resolve().parent / "prim" / "va"
 TARGETS = {"random": 50, "knobs": 20}  # variants per second per core
 STAGES = ("optimize (LLVM)", "codegen (LLVM)", "link", "lowering (IRAM rule)", "features")
+BOOKKEEPING = "build cache, keys"  # what ProxyToolchain.compile adds to the stages
 
 
 def timed(toolchain: ProxyToolchain, variants: list[Variant], label: str) -> dict:
@@ -70,10 +75,12 @@ def timed(toolchain: ProxyToolchain, variants: list[Variant], label: str) -> dic
 
 
 def stage_times(toolchain: ProxyToolchain, variants: list[Variant]) -> dict[str, float]:
-    """Median milliseconds of each stage of a compile, run apart on `variants` (single-source
-    kernels; none cached before; a variant whose pipeline breaks the program is left out): what
-    ``ProxyToolchain.compile`` and the features cost, stage by stage."""
-    stages: dict[str, list[float]] = {name: [] for name in STAGES}
+    """Median milliseconds of each stage of a compile, run apart on `variants` (of one
+    single-source kernel; none cached before; a variant whose pipeline breaks the program is
+    left out): what ``ProxyToolchain.compile`` and the features cost, stage by stage, and what
+    the compile adds to its stages (BOOKKEEPING: per variant, the whole compile less the sum)."""
+    stages: dict[str, list[float]] = {name: [] for name in (*STAGES, BOOKKEEPING)}
+    digest = variants[0].kernel.digest()  # once, as a compile job takes it
     with tempfile.TemporaryDirectory(prefix="cnmtune-stages-") as tmp:
         for k, variant in enumerate(track(variants, description="stages apart", transient=True)):
             ir = toolchain.frontend(variant, variant.kernel.sources[0])  # cached: the same IR each time
@@ -84,16 +91,22 @@ def stage_times(toolchain: ProxyToolchain, variants: list[Variant]) -> dict[str,
                 marks.append(time.perf_counter())
                 obj.write_bytes(toolchain.codegen(module))
                 marks.append(time.perf_counter())
-                toolchain.link([obj], elf, variant.nr_tasklets, variant.stack_size, variant.label)
+                # another stack size than the whole compile's below: other ELF bytes, so that
+                # neither reuses the lowering the other made (the lowering is kept by content)
+                toolchain.link([obj], elf, variant.nr_tasklets, variant.stack_size + 8, variant.label)
                 marks.append(time.perf_counter())
                 read_memory_use(elf)  # the lowering of the IRAM rule, which the features then reuse
                 marks.append(time.perf_counter())
                 model_features(elf)
                 marks.append(time.perf_counter())
+                model_features(toolchain.compile(variant, digest).elf_path)
+                marks.append(time.perf_counter())
             except Exception:  # as in `timed`: a failed variant
                 continue
-            for name, begin, end in zip(STAGES, marks, marks[1:]):
-                stages[name].append(end - begin)
+            parts = [end - begin for begin, end in zip(marks, marks[1:])]
+            for name, part in zip(STAGES, parts):
+                stages[name].append(part)
+            stages[BOOKKEEPING].append(parts[-1] - sum(parts[:-1]))
     if not stages[STAGES[0]]:
         raise SystemExit("compile_speed: every pipeline timed stage by stage failed")
     return {name: round(1000 * statistics.median(times), 2) for name, times in stages.items()}
@@ -130,7 +143,7 @@ def main() -> int:
                   for i in range(args.stages)]  # pipelines not timed above: their ELFs are new here too
         stages = stage_times(toolchain, others)
     llvm_ms = stages["optimize (LLVM)"] + stages["codegen (LLVM)"]
-    own_ms = sum(stages.values()) - llvm_ms  # cnmtune's stages: link, lowering, features
+    own_ms = sum(stages.values()) - llvm_ms  # cnmtune's: link, lowering, features, build cache
     own_budget_ms = 1000 / TARGETS["random"] - llvm_ms  # what the random target leaves them
     result = {"kernel": "va", "passes_per_pipeline": args.length, "target_per_second": TARGETS,
               "workloads": workloads, "stages_median_ms": stages,
@@ -158,7 +171,7 @@ def main() -> int:
     console.print(f"LLVM alone (optimize + codegen, {llvm_ms:.1f} ms) allows at most {1000 / llvm_ms:.0f} variants "
                   "per second per core")
     console.print(f"the random target ({TARGETS['random']} per second: {1000 / TARGETS['random']:.0f} ms a variant) "
-                  f"leaves cnmtune's own stages (link, lowering, features) {own_budget_ms:.1f} ms; "
+                  f"leaves cnmtune's own stages (link, lowering, features, build cache) {own_budget_ms:.1f} ms; "
                   f"they take {own_ms:.1f} ms")
     console.print(f"wrote {script_io.write_json(args.json, result)}")
     return 0 if all(found["variants_per_second"] >= TARGETS[name] for name, found in workloads.items()) else 1

@@ -363,11 +363,12 @@ def test_compile_speed_times_each_stage_and_the_bound_llvm_sets(tmp_path):
     workloads = record["workloads"]
     assert workloads["random"]["variants"] == 3 and workloads["knobs"]["variants"] == len(knob_pipelines())
     stages = record["stages_median_ms"]
-    assert list(stages) == ["optimize (LLVM)", "codegen (LLVM)", "link", "lowering (IRAM rule)", "features"]
-    assert all(ms > 0 for ms in stages.values())
+    assert list(stages) == ["optimize (LLVM)", "codegen (LLVM)", "link", "lowering (IRAM rule)", "features",
+                            "build cache, keys"]
+    assert all(ms > 0 for name, ms in stages.items() if name != "build cache, keys")  # a difference: may be < 0
     llvm = stages["optimize (LLVM)"] + stages["codegen (LLVM)"]
     assert record["llvm_bound_per_second"] == round(1000 / llvm, 1)
     assert "allows at most" in result.stdout
     assert record["own_stages_ms"] == pytest.approx(sum(stages.values()) - llvm, abs=0.02)
     assert record["own_stages_budget_ms"] == pytest.approx(1000 / record["target_per_second"]["random"] - llvm, abs=0.02)
-    assert "leaves cnmtune's own stages (link, lowering, features)" in " ".join(result.stdout.split())
+    assert "leaves cnmtune's own stages (link, lowering, features, build cache)" in " ".join(result.stdout.split())
