@@ -12,12 +12,12 @@ The features are the ones the tuner scores (`model_features`: the lowered DPU co
 A second table times each stage of a compile apart on --stages other random pipelines (a new
 cache: nothing is a hit): LLVM's optimisation and code generation, the link, the lowering
 the IRAM rule reads, the features; and what a compile through the toolchain adds to them (the
-build cache's files and their accounting, the content keys, the ELF's hash): the same pipeline
-compiled through ``ProxyToolchain.compile`` right after its stages, less their sum (the stages'
-ELF is linked at another stack size, so that neither reuses the other's lowering). LLVM's two
-stages bound the rate from above: the rate with every stage of cnmtune's own taking no time;
-what the random target leaves cnmtune's own stages (20 ms a variant less LLVM's) is printed
-next to what they take.
+build cache's files and their accounting, the content keys with the kernel's hash, the ELF's
+hash): the same pipeline compiled as the first table compiles it, right after its stages, less
+their sum (the stages' ELF is linked at another stack size, so that neither reuses the other's
+lowering). LLVM's two stages bound the rate from above: the rate with every stage of cnmtune's
+own taking no time; what the random target leaves cnmtune's own stages (20 ms a variant less
+LLVM's) is printed next to what they take.
 
     python benchmarks/compile_speed.py [--count 200] [--length 20] [--knob-tasklets 16] [--stages 100]
         [--json benchmarks/results/compile_speed.json]
@@ -78,9 +78,9 @@ def stage_times(toolchain: ProxyToolchain, variants: list[Variant]) -> dict[str,
     """Median milliseconds of each stage of a compile, run apart on `variants` (of one
     single-source kernel; none cached before; a variant whose pipeline breaks the program is
     left out): what ``ProxyToolchain.compile`` and the features cost, stage by stage, and what
-    the compile adds to its stages (BOOKKEEPING: per variant, the whole compile less the sum)."""
+    the compile adds to its stages (BOOKKEEPING: per variant, the whole compile, as `timed` runs
+    it, less the sum)."""
     stages: dict[str, list[float]] = {name: [] for name in (*STAGES, BOOKKEEPING)}
-    digest = variants[0].kernel.digest()  # once, as a compile job takes it
     with tempfile.TemporaryDirectory(prefix="cnmtune-stages-") as tmp:
         for k, variant in enumerate(track(variants, description="stages apart", transient=True)):
             ir = toolchain.frontend(variant, variant.kernel.sources[0])  # cached: the same IR each time
@@ -99,12 +99,12 @@ def stage_times(toolchain: ProxyToolchain, variants: list[Variant]) -> dict[str,
                 marks.append(time.perf_counter())
                 model_features(elf)
                 marks.append(time.perf_counter())
-                model_features(toolchain.compile(variant, digest).elf_path)
+                model_features(toolchain.compile(variant).elf_path)  # as `timed` compiles it
                 marks.append(time.perf_counter())
             except Exception:  # as in `timed`: a failed variant
                 continue
             parts = [end - begin for begin, end in zip(marks, marks[1:])]
-            for name, part in zip(STAGES, parts):
+            for name, part in zip(STAGES, parts[:-1]):
                 stages[name].append(part)
             stages[BOOKKEEPING].append(parts[-1] - sum(parts[:-1]))
     if not stages[STAGES[0]]:
