@@ -39,9 +39,10 @@ def test_training_without_torch_names_the_extra(tmp_path):
 
 
 def test_tuning_with_the_shipped_model_needs_no_extra(tmp_path):
+    # two rounds: the second one would fine-tune the model
     result = cnmtune_without(HEAVY, "tune", "va", "--size", "small", "--pipelines", "4", "--top-k", "2",
-                             "--dpus", "4", "--tasklets", "4,16", "--workers", "1", "--no-save", "--json",
-                             tmp_path=tmp_path)
+                             "--dpus", "4", "--tasklets", "4,16", "--rounds", "2", "--workers", "1", "--no-save",
+                             "--json", tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["chosen"]["status"] == "verified" and report["candidates"] >= 2

@@ -430,7 +430,7 @@ def test_cnmtune_tune_saves_into_the_tuning_cache(cache_dir, random_model, monke
 
     monkeypatch.setenv("CNMTUNE_CACHE_DIR", str(cache_dir))
     base = ["tune", "va", "--size", "small", "--pipelines", "4", "--dpus", "1", "--tasklets", "8", "--top-k", "2",
-            "--model", str(random_model), "--workers", "1", "--json"]
+            "--model", str(random_model), "--rounds", "1", "--workers", "1", "--json"]
     unsaved = CliRunner().invoke(app, [*base, "--no-save"])
     assert unsaved.exit_code == 0, unsaved.output
     assert not (cache_dir / CACHE_FILE).exists()

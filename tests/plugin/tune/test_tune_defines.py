@@ -23,7 +23,8 @@ from tests.conftest import run_cnmtune as cnmtune
 def test_a_define_reaches_every_compile_the_default_build_and_the_store(toolchain, tmp_path):
     db = tmp_path / "tune.sqlite"
     result = cnmtune("tune", "gemv", "--size", "small", "-D", "BL=8", "--pipelines", "4", "--dpus", "1",
-                     "--tasklets", "4,8", "--top-k", "2", "--json", "--no-save", "-j", "1", "--db", str(db))
+                     "--tasklets", "4,8", "--top-k", "2", "--rounds", "1", "--json", "--no-save", "-j", "1",
+                     "--db", str(db))
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["defines"] == {"BL": 8} and report["params"] == {}
@@ -49,7 +50,8 @@ def test_a_define_reaches_every_compile_the_default_build_and_the_store(toolchai
 
 
 def test_a_param_reaches_the_grid_checks_and_every_run(tmp_path):
-    spec = TuneSpec("gemv", size="small", pipelines=1, dpus=(1,), tasklets=(8,), top_k=1)
+    # one round without the knob pipelines: what is tested is where the parameter goes, not the search
+    spec = TuneSpec("gemv", size="small", pipelines=1, dpus=(1,), tasklets=(8,), top_k=1, knobs=False, rounds=1)
     with Store(tmp_path / "tune.sqlite") as store:
         narrow = tune(spec, InlineExecutor(), store)
         wide = tune(TuneSpec(**{**spec.__dict__, "params": (("n_cols", 256),)}), InlineExecutor(), store)

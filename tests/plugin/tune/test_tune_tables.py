@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import CliResult, run_cnmtune
 
 TUNE = ("tune", "va", "--size", "small", "--pipelines", "12", "--dpus", "2", "--tasklets", "2,4", "--top-k", "4",
-        "-j", "1", "--exhaustive")
+        "--rounds", "2", "-j", "1", "--exhaustive")  # two rounds: the second one's fine-tuning is in the tables
 
 
 def cnmtune(*args: str) -> CliResult:
