@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import pytest
@@ -171,6 +172,35 @@ def test_source_edit_invalidates_the_cache(toolchain, make_kernel):
     (kernel.root / "dpu" / "task.c").write_text(SMALL_KERNEL.replace("42", "43"))
     second = toolchain.compile(Variant.of(kernel, "O2", 1))
     assert not second.cached and second.elf_hash != first.elf_hash
+
+
+def test_the_digest_covers_the_source_files_rglob_finds(make_kernel):
+    """Kernel.digest hashes the source files ``sorted(rglob("*"))`` lists (os.walk finds them): in
+    subdirectories, hidden or linked; not other files, nor those of a linked directory."""
+    kernel = make_kernel(SMALL_KERNEL)
+    dpu = kernel.root / "dpu"
+    (dpu / "sub" / "deeper").mkdir(parents=True)
+    (dpu / "sub" / "deeper" / "a.h").write_text("#define A 1\n")
+    (dpu / "sub.h").write_text("#define S 1\n")  # sorts after the directory sub/, as rglob's paths do
+    (dpu / ".hidden.inc").write_text("1\n")
+    outside = kernel.root.parent / "outside"
+    (outside / "linked").mkdir(parents=True)
+    (outside / "linked" / "x.h").write_text("#define X 1\n")
+    (outside / "real.h").write_text("#define R 1\n")
+    (dpu / "alias.h").symlink_to(outside / "real.h")
+    (dpu / "linked").symlink_to(outside / "linked", target_is_directory=True)
+    listed = [f for f in sorted(dpu.rglob("*")) if f.is_file() and f.suffix in (".c", ".h", ".S", ".s", ".inc", ".py")]
+    expected = hashlib.sha256()
+    for file in listed:
+        expected.update(f"dpu/{file.relative_to(dpu)}".encode() + b"\0" + file.read_bytes())
+    assert kernel.include_dirs == (dpu,) and kernel.digest() == expected.hexdigest()
+    assert [str(f.relative_to(dpu)) for f in listed] == [".hidden.inc", "alias.h", "sub/deeper/a.h", "sub.h", "task.c"]
+    before = kernel.digest()
+    (dpu / "notes.txt").write_text("not a source\n")
+    (outside / "linked" / "x.h").write_text("#define X 2\n")
+    assert kernel.digest() == before
+    (outside / "real.h").write_text("#define R 2\n")
+    assert kernel.digest() != before
 
 
 @pytest.mark.parametrize("name", NAMES)
