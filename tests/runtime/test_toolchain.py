@@ -224,6 +224,33 @@ def test_broken_c_shows_compiler_message(toolchain, make_kernel):
     assert "undefined_thing" in text
 
 
+def test_a_source_that_does_not_compile_fails_once_per_toolchain(toolchain, make_kernel, monkeypatch):
+    """The other pipelines of the same build report the front end's failure without running zig
+    again, each under its own name; other defines, or the source fixed, compile again."""
+    kernel = make_kernel("int main(void) { return undefined_thing; }\n")
+    frontends = []  # the -D flags of every front-end run
+    real_run = zig.run
+
+    def counted(args, **kwargs):
+        if "-emit-llvm" in args:
+            frontends.append([a for a in args if a.startswith("-DNR_TASKLETS")])
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr(zig, "run", counted)
+    builds = (("O2", 1), ("O3", 1), ("sroa,instcombine", 1), ("O2", 2))
+    messages = []
+    for pipeline, tasklets in builds:
+        with pytest.raises(CompileError) as err:
+            toolchain.compile(Variant.of(kernel, pipeline, tasklets))
+        messages.append(str(err.value))
+    assert frontends == [["-DNR_TASKLETS=1"], ["-DNR_TASKLETS=2"]]
+    assert [m.splitlines()[0] for m in messages] == [
+        f"scratch[{p}, {t} tasklet{'s' * (t > 1)}]: task.c does not compile" for p, t in builds]
+    assert all("undefined_thing" in m and m.splitlines()[1:] == messages[0].splitlines()[1:] for m in messages)
+    (kernel.root / "dpu" / "task.c").write_text("int main(void) { return 0; }\n")
+    assert toolchain.compile(Variant.of(kernel, "O2", 1)).memory.kernel_instructions > 0
+
+
 def test_undefined_function_is_a_link_error(toolchain, make_kernel):
     kernel = make_kernel("void missing(void); int main(void) { missing(); return 0; }\n")
     with pytest.raises(LinkError, match="missing"):

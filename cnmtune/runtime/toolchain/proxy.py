@@ -131,6 +131,9 @@ class ProxyToolchain(Toolchain):
         self.codegen_level = codegen_level
         self._target_machine = None
         self._runtime: list[Path] | None = None
+        # a front end that failed, by its cache key: the same sources and flags fail the same way,
+        # so the other pipelines of a build (a tune's hundreds) report it without running zig again
+        self._failed_frontends: dict[str, str] = {}  # key -> clang's diagnostics
 
     @property
     def identity(self) -> str:
@@ -182,17 +185,21 @@ class ProxyToolchain(Toolchain):
     def frontend(self, variant: Variant, source: Path, kernel_digest: str | None = None) -> str:
         """Stage 1: LLVM IR of one source of the variant before any pass (IR_FLAGS), each function
         in its own section (``function_sections``; cached by the kernel's digest, `kernel_digest`
-        where the caller has it)."""
+        where the caller has it). A source that does not compile is a CompileError with clang's
+        diagnostics, compiled once per toolchain: the same sources and flags fail again at once."""
         flags = [*(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags()]
         key = content_key(self.identity, _dpu_tree_digest(), kernel_digest or variant.kernel.digest(),
                           str(source.relative_to(variant.kernel.root)), *frontend_flags(IR_FLAGS, flags))
         if (hit := self.cache.get("ir", key, ".ll")) is not None:
             return hit.decode()
+        if (failed := self._failed_frontends.get(key)) is not None:
+            raise CompileError(f"{variant.label}: {source.name} does not compile", failed)
         with tempfile.TemporaryDirectory(prefix="cnmtune-cc-") as tmp:
             out = Path(tmp) / "out.ll"
             result = zig.run(self.frontend_args(source, out, flags))
             if result.returncode != 0:
-                raise CompileError(f"{variant.label}: {source.name} does not compile", diagnostics(result.stderr))
+                self._failed_frontends[key] = diagnostics(result.stderr)
+                raise CompileError(f"{variant.label}: {source.name} does not compile", self._failed_frontends[key])
             ir = function_sections(out.read_text())
         self.cache.put("ir", key, ".ll", ir.encode())
         return ir
