@@ -17,6 +17,9 @@ from cnmtune.passes.vocabulary import BY_NAME
 _SIZE_LEVEL_INLINE_THRESHOLD = {"Os": 75, "Oz": 25}
 
 _parsed_lock = threading.Lock()  # one clone (or parse) in a context at a time
+# IRs kept parsed: more than a tune's tasklet counts (8), each an IR of its own (NR_TASKLETS), which
+# a tune's compile job visits in turn for each pipeline: with 4 kept, every compile parsed again
+KEPT_PARSES = 32
 
 
 def _level_pass_manager(level: str, target_machine: llvm.TargetMachine):
@@ -61,9 +64,9 @@ def optimize_ir(ir: str, pipeline: Pipeline, target_machine: llvm.TargetMachine,
     return module
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=KEPT_PARSES)
 def _kept_parse(ir: str, own_context: bool) -> llvm.ModuleRef:
-    """`ir` parsed into LLVM's global context or one of its own, for the last few IRs; never
+    """`ir` parsed into LLVM's global context or one of its own, for the last KEPT_PARSES IRs; never
     optimised itself: a tune optimises one IR with many pipelines, and a clone costs 0.5 ms where a
     parse of va's IR costs 1.2 ms (the clone's code is the parse's: the 20 suite kernels at O1-O3, Os
     and 12 random pipelines each, the same objects byte for byte)."""

@@ -3,7 +3,8 @@
 import llvmlite.binding as llvm
 
 from cnmtune.passes import Pipeline, apply_pipeline, random_pipeline
-from cnmtune.passes.apply import optimize_ir
+from cnmtune.passes.apply import _kept_parse, optimize_ir
+from cnmtune.plugin.tune.search import TUNE_TASKLETS
 from cnmtune.runtime.toolchain import Variant
 
 
@@ -19,3 +20,16 @@ def test_each_optimisation_of_an_ir_starts_from_its_unoptimised_parse(toolchain,
         parsed = llvm.parse_assembly(ir)
         apply_pipeline(parsed, pipeline, machine)
         assert machine.emit_object(optimize_ir(ir, pipeline, machine)) == machine.emit_object(parsed), pipeline.text
+
+
+def test_a_tunes_compile_jobs_parse_each_tasklet_counts_ir_once(toolchain, va):
+    """A compile job runs one pipeline at each tasklet count of a tune (NR_TASKLETS: an IR each),
+    the next job the next pipeline at the same counts: the IRs stay parsed between jobs."""
+    machine = toolchain.target_machine()
+    irs = [toolchain.frontend(Variant.of(va, "O0", t), va.sources[0]) for t in TUNE_TASKLETS]
+    assert len(set(irs)) == len(TUNE_TASKLETS)
+    _kept_parse.cache_clear()
+    for pipeline in (Pipeline.parse("O1"), random_pipeline(10, seed=3), Pipeline.parse("O2")):
+        for ir in irs:
+            optimize_ir(ir, pipeline, machine)
+    assert _kept_parse.cache_info().misses == len(TUNE_TASKLETS)
