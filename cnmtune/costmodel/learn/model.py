@@ -154,10 +154,20 @@ class L2PModel(nn.Module):
             self.normalize.fit(self.features(torch.from_numpy(np.asarray(X, dtype=np.float32))).numpy())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.input(self.normalize(self.features(x)))
-        for block in self.blocks:
+        return self.finish(self.embed(x))
+
+    def embed(self, x: torch.Tensor, blocks: int = 0) -> torch.Tensor:
+        """The hidden state after the input layers and the first ``blocks`` blocks."""
+        return self._through(self.input(self.normalize(self.features(x))), self.blocks[:blocks])
+
+    def finish(self, h: torch.Tensor, blocks: int = 0) -> torch.Tensor:
+        """The output from ``embed(x, blocks)``: the blocks after the first ``blocks``, then the head."""
+        return self.head(self._through(h, self.blocks[blocks:]))
+
+    def _through(self, h: torch.Tensor, blocks: nn.ModuleList) -> torch.Tensor:
+        for block in blocks:
             h = h + block(h) if self.config.residual else block(h)
-        return self.head(h)
+        return h
 
     def frozen_modules(self) -> list[nn.Module]:
         """The normalisation, the input layer and the first ``frozen`` blocks (empty if none)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import pickle
@@ -169,6 +170,38 @@ def test_finetune_keeps_batchnorm_statistics_and_drops_dropout_by_default(sample
     fixed.train()
     assert not any(m.training for m in fixed.modules() if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.Dropout)))
     assert fixed.blocks[7].linear.training
+
+
+def test_fine_tuning_runs_the_frozen_half_once_and_learns_what_the_whole_network_would(samples):
+    """The network is its two halves at every cut (``finish(embed(x, k), k)``); fine-tuning runs
+    the frozen half once and trains the rest on its output, and ends with the weights that the
+    same epochs through the whole network give, bit for bit."""
+    from cnmtune.costmodel.learn.recipe import FINETUNE_LR
+    from cnmtune.costmodel.learn.training import finetune_on, torch_threads
+
+    base = va_base(samples, depth=4, dropout=0.1, epochs=3)
+    x = torch.from_numpy(samples.X[:16])
+    for k in range(len(base.blocks) + 1):
+        assert torch.equal(base.finish(base.embed(x, k), k), base(x))
+    red = samples.select(["red"]).take(np.arange(12))
+    tuned, _ = finetune_on(base, red, freeze=2, seed=4, epochs=6, threads=1)
+
+    with torch_threads(1):  # as finetune_on's threads=1: the same sums in the same order
+        torch.manual_seed(4)
+        rng = np.random.default_rng(4)
+        whole = copy.deepcopy(base).freeze_first(2, statistics=True, dropout=False)
+        optimizer = torch.optim.Adam([p for p in whole.parameters() if p.requires_grad], lr=FINETUNE_LR)
+        annealing = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=6)
+        X, y = torch.from_numpy(red.X), torch.from_numpy(red.y[:, base.config.target_index])
+        whole.train()
+        for _ in range(6):  # 12 samples: one minibatch an epoch, in a seeded order
+            order = torch.from_numpy(rng.permutation(len(red)))
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(whole(X[order]), y[order]).backward()
+            optimizer.step()
+            annealing.step()
+    assert same_weights(tuned, whole)
+    assert not same_weights(base, tuned, "blocks.3.")
 
 
 def test_finetune_on_runtime_only_samples_leaves_the_missing_speedup_out(samples):
