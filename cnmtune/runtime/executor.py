@@ -124,6 +124,10 @@ class ProcessExecutor(Executor):
         self._pool = self._new_pool(self.workers)
         self._queue: deque[Task] = deque()
         self._inflight: dict[Future, Task] = {}
+        # the workers start now, not at the first task: a new process takes a second or more to
+        # import cnmtune, time the caller spends on its own set-up (a tune loads its model)
+        for _ in range(self.workers):
+            self._pool.submit(_started)
 
     @property
     def description(self) -> str:
@@ -192,6 +196,10 @@ class ProcessExecutor(Executor):
             process.terminate()
         for process in processes:
             process.join()
+
+
+def _started() -> None:
+    """A task that only makes the pool start a worker process."""
 
 
 def _worker_setup(parent: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 
 import pytest
@@ -34,6 +35,17 @@ def test_inline_runs_tasks_and_reports_errors():
     with InlineExecutor() as ex:
         out = _collect(ex, [1, 2, 13], more=[5])
     assert out == {1: 1, 2: 4, 13: "ValueError: unlucky", 5: 25}
+
+
+def test_process_workers_start_with_the_executor():
+    """The worker processes start when the executor does, not at the first task: the caller's own
+    set-up (a tune loads its model) runs while they import cnmtune."""
+    before = set(multiprocessing.active_children())
+    with ProcessExecutor(2) as ex:
+        started = set(multiprocessing.active_children()) - before
+        assert len(started) == 2 and all(p.is_alive() for p in started)
+        assert _collect(ex, [1, 2, 3]) == {1: 1, 2: 4, 3: 9}
+        assert set(multiprocessing.active_children()) - before == started  # the same two ran the tasks
 
 
 def test_process_pool_survives_a_dying_worker():
