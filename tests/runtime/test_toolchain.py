@@ -251,6 +251,20 @@ def test_a_source_that_does_not_compile_fails_once_per_toolchain(toolchain, make
     assert toolchain.compile(Variant.of(kernel, "O2", 1)).memory.kernel_instructions > 0
 
 
+def test_a_front_end_failure_clang_did_not_place_in_a_file_is_tried_again(toolchain, make_kernel, monkeypatch,
+                                                                           tmp_path):
+    """A failure with no error at a line of a file (here zig cannot open its cache; a full disk
+    alike) may not recur: the next build of the same sources runs the front end again."""
+    kernel = make_kernel(SMALL_KERNEL + "/* sources no other test builds: not in the build cache */\n")
+    assert toolchain.identity  # zig's version is read (once a process) before its cache is broken
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("ZIG_GLOBAL_CACHE_DIR", str(tmp_path / "a-file" / "zig"))
+    with pytest.raises(CompileError, match="unable to open global cache directory"):
+        toolchain.compile(Variant.of(kernel, "O2", 1))
+    monkeypatch.delenv("ZIG_GLOBAL_CACHE_DIR")
+    assert toolchain.compile(Variant.of(kernel, "O2", 1)).memory.kernel_instructions > 0
+
+
 def test_undefined_function_is_a_link_error(toolchain, make_kernel):
     kernel = make_kernel("void missing(void); int main(void) { missing(); return 0; }\n")
     with pytest.raises(LinkError, match="missing"):

@@ -67,6 +67,9 @@ SECTIONS_TAG = "fsec"  # names function_sections in the proxy's identity (ELFs b
 _DEFINE = re.compile(r"^(define [^@\n]*@([-\w$.]+)\(.*\)(?: (?:local_)?unnamed_addr)?(?: #\d+)?)( \{)$", re.M)
 EMITS: tuple[str, ...] = ("obj", "asm", "llvm-bc", "llvm-ll")
 _ZIG_NOISE = "argument unused during compilation"
+# clang's error at a place in a file (`task.c:21:26: error: ...`): a verdict on the sources, which
+# the same sources and flags get again; a failure without one (zig's cache, the disk) may not recur
+_SOURCE_ERROR = re.compile(r"^[^\s:][^:\n]*:\d+:\d+: (?:fatal )?error:", re.M)
 
 
 @functools.lru_cache(maxsize=1)
@@ -131,8 +134,8 @@ class ProxyToolchain(Toolchain):
         self.codegen_level = codegen_level
         self._target_machine = None
         self._runtime: list[Path] | None = None
-        # a front end that failed, by its cache key: the same sources and flags fail the same way,
-        # so the other pipelines of a build (a tune's hundreds) report it without running zig again
+        # a front end that clang refused, by its cache key: the same sources and flags fail the same
+        # way, so the other pipelines of a build (a tune's hundreds) report it without running zig again
         self._failed_frontends: dict[str, str] = {}  # key -> clang's diagnostics
 
     @property
@@ -186,7 +189,8 @@ class ProxyToolchain(Toolchain):
         """Stage 1: LLVM IR of one source of the variant before any pass (IR_FLAGS), each function
         in its own section (``function_sections``; cached by the kernel's digest, `kernel_digest`
         where the caller has it). A source that does not compile is a CompileError with clang's
-        diagnostics, compiled once per toolchain: the same sources and flags fail again at once."""
+        diagnostics; where clang refused the sources (an error at a line of a file), the same
+        sources and flags fail again at once, without running zig."""
         flags = [*(f"-I{d}" for d in variant.kernel.include_dirs), *variant.define_flags()]
         key = content_key(self.identity, _dpu_tree_digest(), kernel_digest or variant.kernel.digest(),
                           str(source.relative_to(variant.kernel.root)), *frontend_flags(IR_FLAGS, flags))
@@ -198,8 +202,10 @@ class ProxyToolchain(Toolchain):
             out = Path(tmp) / "out.ll"
             result = zig.run(self.frontend_args(source, out, flags))
             if result.returncode != 0:
-                self._failed_frontends[key] = diagnostics(result.stderr)
-                raise CompileError(f"{variant.label}: {source.name} does not compile", self._failed_frontends[key])
+                found = diagnostics(result.stderr)
+                if _SOURCE_ERROR.search(found):
+                    self._failed_frontends[key] = found
+                raise CompileError(f"{variant.label}: {source.name} does not compile", found)
             ir = function_sections(out.read_text())
         self.cache.put("ir", key, ".ll", ir.encode())
         return ir
