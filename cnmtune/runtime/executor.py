@@ -128,6 +128,7 @@ class ProcessExecutor(Executor):
         # import cnmtune, time the caller spends on its own set-up (a tune loads its model)
         for _ in range(self.workers):
             self._pool.submit(_started)
+        self._used = False  # a task submitted: close() waits for the workers, else it ends them
 
     @property
     def description(self) -> str:
@@ -138,6 +139,7 @@ class ProcessExecutor(Executor):
                                    initializer=_worker_setup, initargs=(os.getpid(),))
 
     def submit(self, fn, arg) -> None:
+        self._used = True
         self._queue.append((fn, arg))
 
     def _fill(self) -> Iterator[Outcome]:
@@ -186,6 +188,9 @@ class ProcessExecutor(Executor):
         self._pool = self._new_pool(self.workers)
 
     def close(self) -> None:
+        if not self._used:  # nothing to wait for: workers still starting up are ended, not awaited
+            self.abort()
+            return
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def abort(self) -> None:

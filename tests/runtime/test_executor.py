@@ -39,13 +39,20 @@ def test_inline_runs_tasks_and_reports_errors():
 
 def test_process_workers_start_with_the_executor():
     """The worker processes start when the executor does, not at the first task: the caller's own
-    set-up (a tune loads its model) runs while they import cnmtune."""
+    set-up (a tune loads its model) runs while they import cnmtune; an executor given no task ends
+    them when it closes instead of waiting for their start-up."""
     before = set(multiprocessing.active_children())
     with ProcessExecutor(2) as ex:
         started = set(multiprocessing.active_children()) - before
         assert len(started) == 2 and all(p.is_alive() for p in started)
         assert _collect(ex, [1, 2, 3]) == {1: 1, 2: 4, 3: 9}
         assert set(multiprocessing.active_children()) - before == started  # the same two ran the tasks
+    assert [p.exitcode for p in started] == [0, 0]  # they had work: the close waited for them to finish
+    with ProcessExecutor(2):  # given no task (a resumed dataset with nothing left): nothing to wait for
+        idle = set(multiprocessing.active_children()) - before
+    # ended, not awaited: none ran to its normal exit (the pool's own thread may reap one first, so
+    # its exit code is not always recorded as -SIGTERM here)
+    assert len(idle) == 2 and not any(p.exitcode == 0 for p in idle)
 
 
 def test_process_pool_survives_a_dying_worker():
