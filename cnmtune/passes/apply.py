@@ -17,9 +17,10 @@ from cnmtune.passes.vocabulary import BY_NAME
 _SIZE_LEVEL_INLINE_THRESHOLD = {"Os": 75, "Oz": 25}
 
 _parsed_lock = threading.Lock()  # one clone (or parse) in a context at a time
-# IRs kept parsed: more than a tune's tasklet counts (8), each an IR of its own (NR_TASKLETS), which
-# a tune's compile job visits in turn for each pipeline: with 4 kept, every compile parsed again
-KEPT_PARSES = 32
+# IRs kept parsed: twice a tune's tasklet counts (8), each an IR of its own (NR_TASKLETS), which a
+# tune's compile job visits in turn for each pipeline: with 4 kept, every compile parsed again. A
+# parse is ~0.2 MiB for gemv's IR, and every knob process keeps its own
+KEPT_PARSES = 16
 
 
 def _level_pass_manager(level: str, target_machine: llvm.TargetMachine):
