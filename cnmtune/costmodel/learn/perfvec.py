@@ -29,6 +29,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from cnmtune.costmodel.learn.adam import Adam
 from cnmtune.costmodel.learn.metrics import kendall_tau, mape
 from cnmtune.costmodel.learn.perfvec_blocks import BLOCK_FEATURES, ProgramBlocks
 from cnmtune.costmodel.learn.training import EarlyStopping, torch_threads
@@ -209,7 +210,7 @@ def train_perfvec(data: PerfVecData, config: PerfVecConfig = PerfVecConfig(), *,
         programs = _Programs(data.programs)
         vectors = torch.from_numpy(data.designs.astype(np.float32))
         targets = torch.from_numpy(np.log(data.cycles).astype(np.float32))
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        optimizer = Adam(model.parameters(), lr=lr)
         train_losses, val_losses = [], []
         stop = EarlyStopping(model, patience)
         for epoch in range(epochs):

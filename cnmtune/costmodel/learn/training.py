@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from cnmtune.costmodel.learn.adam import Adam, Plateau, cosine_rates
 from cnmtune.costmodel.learn.model import TRANSFER_FROZEN, L2PConfig, L2PModel
 from cnmtune.costmodel.learn.prediction import Prediction, evaluate
 from cnmtune.costmodel.learn.recipe import FINETUNE_EPOCHS, FINETUNE_LR
@@ -97,7 +98,7 @@ def _loss(model: L2PModel, samples: SampleSet) -> float:
 
 
 def _epoch(forward: Callable[[torch.Tensor], torch.Tensor], X: torch.Tensor, y: torch.Tensor,
-           optimizer: torch.optim.Optimizer, batch_size: int, rng: np.random.Generator) -> float:
+           optimizer: Adam, batch_size: int, rng: np.random.Generator) -> float:
     """One pass over the rows of ``X`` (targets ``y``) through ``forward`` in a seeded random
     order (the caller puts the model in training mode); returns the mean training loss."""
     order = torch.from_numpy(rng.permutation(len(X)))
@@ -114,12 +115,8 @@ def _epoch(forward: Callable[[torch.Tensor], torch.Tensor], X: torch.Tensor, y: 
     return total / seen if seen else float("nan")
 
 
-def _optimizer(model: L2PModel, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    # foreach: one call per step for all tensors, the same arithmetic as torch's per-tensor loop
-    # on CPU (the same weights bit for bit), with less Python; fused=True is faster still, but
-    # rounds differently
-    return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr,
-                            weight_decay=weight_decay, foreach=True)
+def _optimizer(model: L2PModel, lr: float, weight_decay: float) -> Adam:
+    return Adam([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
 
 
 def train(config: L2PConfig, train_set: SampleSet, val_set: SampleSet, *, epochs: int = 500,
@@ -147,8 +144,7 @@ def train(config: L2PConfig, train_set: SampleSet, val_set: SampleSet, *, epochs
         model = L2PModel(train_set.X.shape[1], config, columns=train_set.columns)
         model.fit_normalizer(train_set.X)
         optimizer = _optimizer(model, lr, weight_decay)
-        scheduler = None if lr_patience is None else torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimizer, factor=lr_factor, patience=lr_patience, min_lr=min_lr)
+        scheduler = None if lr_patience is None else Plateau(optimizer, lr_factor, lr_patience, min_lr)
         train_losses: list[float] = []
         val_losses: list[float] = []
         stop = EarlyStopping(model, patience)
@@ -232,7 +228,6 @@ def finetune_on(model: L2PModel, samples: SampleSet, freeze: int = TRANSFER_FROZ
         rng = np.random.default_rng(seed)
         tuned = copy.deepcopy(model).freeze_first(freeze, statistics=fixed_statistics, dropout=dropout)
         optimizer = _optimizer(tuned, lr, weight_decay)
-        annealing = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
         # the frozen layers run in eval mode and learn nothing: their output is the same every
         # epoch, computed once; the epochs train the rest on it
         with torch.no_grad():
@@ -240,7 +235,7 @@ def finetune_on(model: L2PModel, samples: SampleSet, freeze: int = TRANSFER_FROZ
         y = _targets(tuned, samples)
         tuned.train()
         losses = []
-        for _ in range(epochs):
+        for rate in cosine_rates(lr, epochs):
+            optimizer.lr = rate
             losses.append(_epoch(lambda h: tuned.finish(h, freeze), hidden, y, optimizer, batch_size, rng))
-            annealing.step()
     return tuned.eval(), losses

@@ -136,11 +136,10 @@ class Search:
         self.adapts = spec.adapt and self.model.kind not in BASELINES
         self.not_adapted = "" if self.adapts else "adaptation off"
         self.last_adaptation: dict = {}
-        # the first use comes after the compiles: torch loads meanwhile, and for fine-tuning torch._dynamo,
-        # which torch.optim imports on an optimizer's first call (2.3 s of a 3.6 s first fine-tuning of va)
-        if self.adapts:
-            preload("torch._dynamo")
-        elif self.wants_prior:
+        # the analytical prior and fine-tuning (which implies it) need torch, first after the compiles:
+        # it loads meanwhile (fine-tuning's Adam is cnmtune's own, learn.adam: torch.optim would
+        # import torch._dynamo at its first step, 1-2.3 s more)
+        if self.wants_prior:
             preload("torch")
 
     def step_progress(self, phase: str, done: int, total: int | None) -> None:

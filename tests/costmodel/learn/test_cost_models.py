@@ -236,10 +236,10 @@ def test_preload_imports_a_module_in_the_background_and_ignores_a_missing_one():
 
 
 def test_a_process_that_exits_while_a_preload_imports_prints_nothing(tmp_path):
-    """A tune that fails before torch._dynamo has loaded exits with its one error line: the import
+    """A tune that fails before torch has loaded exits with its one error line: the import
     under way meets the interpreter's shutdown (concurrent.futures then refuses to register its exit
     hook), and that is not the user's error."""
-    slow = "import time\ntime.sleep(0.5)\nimport concurrent.futures.thread\n"  # what torch._dynamo comes to
+    slow = "import time\ntime.sleep(0.5)\nimport concurrent.futures.thread\n"  # what torch comes to
     (tmp_path / "slow_module_cnmtune.py").write_text(slow)
     probe = ("import sys; from cnmtune.costmodel.learn.lazy import preload; "
              "assert 'concurrent.futures.thread' not in sys.modules; preload('slow_module_cnmtune')")
