@@ -33,7 +33,8 @@ def preload(module: str) -> None:
     compiles, so that its first use does not wait for it. Best effort: whatever stops the import
     is left to the first use to report (a module that is not installed), or to nobody when the
     process is exiting under it (a tune that failed early: torch imports concurrent.futures,
-    which refuses to register its exit hook once the interpreter shuts down). Not a daemon thread: the process never exits mid-import."""
+    which refuses to register its exit hook once the interpreter shuts down). Not a daemon
+    thread: the process never exits mid-import."""
     def load() -> None:
         try:
             importlib.import_module(module)
