@@ -55,6 +55,40 @@ def test_process_workers_start_with_the_executor():
     assert len(idle) == 2 and not any(p.exitcode == 0 for p in idle)
 
 
+class _Leftover:
+    """An object a task leaves alive in its worker, whose destructor would leave a mark."""
+
+    def __init__(self, mark: str):
+        self.mark = mark
+
+    def __del__(self, _open=os.open, _close=os.close, _flags=os.O_CREAT | os.O_WRONLY):
+        _close(_open(self.mark, _flags))  # bound at definition: the teardown clears the modules
+
+
+_LEFT: list[_Leftover] = []
+
+
+def leave_marks(folder: str) -> int:
+    """A task: registers an exit hook that writes a file, and leaves an object with a destructor."""
+    import atexit
+
+    atexit.register(lambda: open(os.path.join(folder, f"hook-{os.getpid()}"), "w").close())
+    _LEFT.append(_Leftover(os.path.join(folder, f"del-{os.getpid()}")))
+    return os.getpid()
+
+
+def test_process_workers_end_without_the_interpreters_teardown(tmp_path):
+    """A worker runs the exit hooks its tasks' libraries registered, then ends at once, exit code 0:
+    objects still alive are not finalized (a task leaves no work to a destructor)."""
+    before = set(multiprocessing.active_children())
+    with ProcessExecutor(1) as ex:
+        ex.submit(leave_marks, str(tmp_path))
+        pids = [o.value for o in ex.results()]
+        workers = set(multiprocessing.active_children()) - before
+    assert [p.exitcode for p in workers] == [0]
+    assert sorted(f.name for f in tmp_path.iterdir()) == [f"hook-{pids[0]}"]
+
+
 def test_process_pool_survives_a_dying_worker():
     with ProcessExecutor(2) as ex:
         out = _collect(ex, [1, 2, 99, 3, 4, 13, 6], more=[7])
