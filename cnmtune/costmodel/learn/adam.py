@@ -67,8 +67,7 @@ def cosine_rates(lr: float, epochs: int) -> Iterator[float]:
     rate = lr
     for epoch in range(epochs):
         if epoch:
-            rate = (1 + math.cos(math.pi * epoch / epochs)) / (1 + math.cos(math.pi * (epoch - 1) / epochs)) \
-                * (rate - 0.0) + 0.0
+            rate = (1 + math.cos(math.pi * epoch / epochs)) / (1 + math.cos(math.pi * (epoch - 1) / epochs)) * rate
         yield rate
 
 
