@@ -32,6 +32,7 @@ from pathlib import Path
 from cnmtune.errors import CnmtuneError, CompileError
 from cnmtune.plugin.cc.args import PROG, TOOLCHAINS, USAGE, BuildFailed, Input, Invocation, UsageError, parse_args
 from cnmtune.plugin.cc.drivers import ProxyDriver, UpmemDriver, publish_file
+from cnmtune.plugin.process_exit import skip_exit_collections
 
 
 def _default_output(source: str, emit: str) -> Path:
@@ -146,6 +147,7 @@ def _compile_one(driver, inv: Invocation, source: Input, output: Path, emit: str
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry: run the driver, exit 0, 1 (does not compile or link) or 2 (usage)."""
+    skip_exit_collections()
     args = sys.argv[1:] if argv is None else argv
     try:
         build(parse_args(args))

@@ -37,6 +37,7 @@ from cnmtune.plugin.cli.output import (FAILURE_EXIT, INTERRUPTED_EXIT, USAGE_EXI
 from cnmtune.plugin.cli.run import run_command
 from cnmtune.plugin.cli.sweep import sweep_command
 from cnmtune.plugin.cli.tune import tune_command
+from cnmtune.plugin.process_exit import skip_exit_collections
 
 VERBOSE_HELP = "with an error, also print its traceback"
 QUIET_HELP = "no progress bars or notes; results and errors still print"
@@ -159,6 +160,7 @@ def global_options(
 
 def main() -> None:
     """Console-script entry: run the app; any error becomes one line and a non-zero exit code."""
+    skip_exit_collections()
     args = sys.argv[1:]
     try:
         # usage lines say `cnmtune` however it started (click would name `python -m pytest` in a test run)
