@@ -10,7 +10,7 @@ def skip_exit_collections() -> None:
     """Freeze every object still alive when this process exits, after its exit handlers ran.
 
     While the interpreter tears its modules down it collects garbage, walking every object the
-    command loaded (numba's, llvmlite's, torch's): 0.15-0.4 s of each command. Frozen objects are
+    command loaded (numba's, llvmlite's, torch's): 0.1-0.5 s of each command. Frozen objects are
     not walked. Registered at the command's start, the freeze runs after every handler registered
     later (multiprocessing's, Dask's, tempfile's), and the exit still flushes the streams, frees
     each object as its module goes and keeps the exit code. Cyclic garbage left at exit is no longer
