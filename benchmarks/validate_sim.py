@@ -12,7 +12,9 @@
      unit of the work per DPU: the size over the DPUs, MLP's n x n) through the real times and
      through the simulated ones; their fixed parts, the ratio of their slopes, and how far the real
      times stray from their own line. A fixed part off is a cost per run (launch, boot, final
-     reduction); a slope off is a cost per element.
+     reduction); a slope off is a cost per element. Beside them, the launch cost the workload's
+     rows ask for: the per-launch overhead at which its kernel MAPE would be least, the other
+     constants as they are (exact: a launch overhead adds the same time to each launch).
    - Transfers: MAPE per direction, CPU->DPU, DPU->CPU and Inter-DPU (PrIM's timed steps: the
      CSVs' cpu_to_dpu_ms, dpu_to_cpu_ms and dpu_to_dpu_ms; Inter-DPU only where a workload has
      one, MLP and SCAN-SSA), over all rows (targets <= 30, 15 and 20 %: issue 41) and per
@@ -94,7 +96,7 @@ def simulate(rows, config, console, fitted: bool) -> list[dict]:
             result = run_on_device(binaries[name], device, row.size, params=calibration.row_params(row))
             record = {"benchmark": row.benchmark, "fitted": fitted, "dpus": row.nr_dpus, "size": row.size,
                       "kernel_ms": 1e3 * result.kernel_s, "kernel_ms_real": row.kernel_ms,
-                      "verified": result.verified, "ipc": result.ipc}
+                      "launches": result.launches, "verified": result.verified, "ipc": result.ipc}
             simulated = (result.host_to_dpu_s, result.dpu_to_host_s, result.inter_dpu_s)
             for k, (column, measured) in enumerate(zip(calibration.TRANSFER_COLUMNS,
                                                        calibration.measured_transfer_ms(row))):
@@ -166,11 +168,27 @@ def work_per_dpu(record: dict) -> float:
     return size / record["dpus"]
 
 
-def kernel_split(records: list[dict]) -> dict[str, dict]:
+def best_launch_ms(records: list[dict], launch_ms: float) -> float:
+    """The per-launch overhead (ms, >= 0) at which the records' kernel MAPE is least, their
+    simulated times priced with `launch_ms` a launch. A row of n launches then takes
+    kernel_ms + n (L - launch_ms), off its real time r by n / r |L - L_row|, L_row the overhead
+    that row alone asks for: the MAPE is least at the median of the L_row weighted by n / r."""
+    asks = sorted((launch_ms + (r["kernel_ms_real"] - r["kernel_ms"]) / r["launches"],
+                   r["launches"] / r["kernel_ms_real"]) for r in records)
+    half, total = sum(weight for _, weight in asks) / 2, 0.0
+    for overhead, weight in asks:
+        total += weight
+        if total >= half:
+            return max(overhead, 0.0)
+    raise ValueError("best_launch_ms: no records")
+
+
+def kernel_split(records: list[dict], launch_ms: float) -> dict[str, dict]:
     """Per workload, where the kernel-time error lives: the least-MAPE line (fixed + per unit of
     work_per_dpu) through the real times and through the simulated ones, its fixed parts, the
-    ratio of its slopes, and how far the real times stray from their own line (no model of a fixed
-    cost and a cost per unit does better on them)."""
+    ratio of its slopes, how far the real times stray from their own line (no model of a fixed
+    cost and a cost per unit does better on them), and the launch overhead its rows ask for
+    (`best_launch_ms`; the simulated times were priced with `launch_ms` a launch)."""
     out = {}
     for bench in sorted({r["benchmark"] for r in records}):
         chosen = [r for r in records if r["benchmark"] == bench]
@@ -179,20 +197,23 @@ def kernel_split(records: list[dict]) -> dict[str, dict]:
         fixed_sim, slope_sim, _ = best_line(x, [r["kernel_ms"] for r in chosen])
         out[bench] = {"fixed_ms_real": fixed_real, "fixed_ms_sim": fixed_sim,
                       "slope_ratio": slope_sim / slope_real if slope_real else None,
-                      "line_mape_real": 100 * float(np.mean(errors))}
+                      "line_mape_real": 100 * float(np.mean(errors)),
+                      "launch_ms_asked": best_launch_ms(chosen, launch_ms)}
     return out
 
 
-def split_table(split: dict[str, dict]) -> Table:
-    """`kernel_split` as a table."""
+def split_table(split: dict[str, dict], launch_ms: float) -> Table:
+    """`kernel_split` as a table (`launch_ms`: the launch overhead the simulated times were priced with)."""
     table = Table(title="kernel time split: fixed ms and per-unit slope of the least-MAPE line in the work "
-                        "per DPU, real vs simulated (line %: how far the real times stray from theirs)")
-    for column in ("workload", "fixed real", "fixed sim", "slope sim/real", "line %"):
+                        "per DPU, real vs simulated (line %: how far the real times stray from theirs); "
+                        f"launch ms: the launch overhead each workload's rows ask for (now {launch_ms:.3f})")
+    for column in ("workload", "fixed real", "fixed sim", "slope sim/real", "line %", "launch ms"):
         table.add_column(column, justify="left" if column == "workload" else "right")
     for bench, part in split.items():
         ratio = part["slope_ratio"]
         table.add_row(bench, f"{part['fixed_ms_real']:.3f}", f"{part['fixed_ms_sim']:.3f}",
-                      "-" if ratio is None else f"{ratio:.3f}", f"{part['line_mape_real']:.1f}")
+                      "-" if ratio is None else f"{ratio:.3f}", f"{part['line_mape_real']:.1f}",
+                      f"{part['launch_ms_asked']:.3f}")
     return table
 
 
@@ -309,9 +330,9 @@ def main() -> int:
     records = (simulate(calibration.load_rows(fitted_csv), config, console, fitted=True)
                + simulate(calibration.load_rows(held_out_csv), config, console, fitted=False))
     summary, floors, link = summarise(records), floor(records), upimulator_link_mape(records)
-    split = kernel_split(records)
+    split = kernel_split(records, 1e3 * config.launch_overhead_s)
     console.print(kernel_table(records, summary, config))
-    console.print(split_table(split))
+    console.print(split_table(split, 1e3 * config.launch_overhead_s))
     console.print(transfer_table(summary, floors))
     worst = max((v, b) for b, v in summary["kernel_ms"].items() if b != "all")
     met = {"kernel": worst[0] <= KERNEL_TARGET}

@@ -115,23 +115,46 @@ def test_validate_sim_finds_the_least_mape_line_exactly():
 
 def test_validate_sim_splits_each_kernel_error_into_a_fixed_part_and_a_slope():
     """Real times 0.5 ms + 2 us per element per DPU, simulated 0.2 ms + 2.2 us: the split finds both
-    lines exactly; MLP's work is n x n per DPU, and a real row off its line shows in line %."""
+    lines exactly; MLP's work is n x n per DPU, and a real row off its line shows in line %. MLP's
+    rows, all but one on their simulated times, ask for the launch overhead they were priced with."""
     validate_sim = _script("validate_sim")
     records = [{"benchmark": "VA", "size": size, "dpus": dpus, "kernel_ms_real": 0.5 + 2e-3 * size / dpus,
-                "kernel_ms": 0.2 + 2.2e-3 * size / dpus}
+                "kernel_ms": 0.2 + 2.2e-3 * size / dpus, "launches": 1}
                for size, dpus in ((1000, 1), (4000, 4), (8000, 4), (8000, 16))]
-    records += [{"benchmark": "MLP", "size": n, "dpus": 4, "kernel_ms": 1.0 + 1e-3 * n * n / 4,
+    records += [{"benchmark": "MLP", "size": n, "dpus": 4, "kernel_ms": 1.0 + 1e-3 * n * n / 4, "launches": 3,
                  "kernel_ms_real": 1.0 + 1e-3 * n * n / 4 * (1.2 if n == 64 else 1)} for n in (32, 64, 128, 256)]
-    split = validate_sim.kernel_split(records)
+    split = validate_sim.kernel_split(records, launch_ms=0.12)
     assert split["VA"] == {"fixed_ms_real": pytest.approx(0.5), "fixed_ms_sim": pytest.approx(0.2),
-                           "slope_ratio": pytest.approx(1.1), "line_mape_real": pytest.approx(0.0, abs=1e-9)}
+                           "slope_ratio": pytest.approx(1.1), "line_mape_real": pytest.approx(0.0, abs=1e-9),
+                           "launch_ms_asked": pytest.approx(validate_sim.best_launch_ms(records[:4], 0.12))}
     assert split["MLP"]["fixed_ms_real"] == pytest.approx(1.0) and split["MLP"]["slope_ratio"] == pytest.approx(1.0)
     assert split["MLP"]["line_mape_real"] == pytest.approx(100 * (0.2 * 1.024 / 2.2288) / 4)  # the n=64 row alone
+    assert split["MLP"]["launch_ms_asked"] == pytest.approx(0.12)
     console = Console(width=80, record=True)
-    console.print(validate_sim.split_table(split))
+    console.print(validate_sim.split_table(split, 0.12))
     text = console.export_text()
     assert max(map(len, text.splitlines())) <= 80 and "\u2026" not in text
-    assert "0.500" in text and "0.200" in text and "1.100" in text
+    assert "0.500" in text and "0.200" in text and "1.100" in text and "launch ms" in text
+
+
+def test_validate_sim_finds_the_launch_overhead_a_workloads_rows_ask_for():
+    """The overhead of least MAPE when each launch costs L instead of the priced 0.1 ms: rows that
+    all ask for 0.25 ms a launch (1, 2 and 3 launches) get 0.25; otherwise the median of what each
+    row asks for, weighted by its launches over its real time; never below 0."""
+    validate_sim = _script("validate_sim")
+
+    def row(sim, asked, launches):
+        return {"kernel_ms": sim, "kernel_ms_real": sim + launches * (asked - 0.1), "launches": launches}
+
+    assert validate_sim.best_launch_ms([row(1.0, 0.25, 1), row(2.0, 0.25, 2), row(0.9, 0.25, 3)], 0.1) \
+        == pytest.approx(0.25)
+    # weights: 3 / 1.3 for the 0.2-ms row against 1 / 1.3 + 1 / 1.6 for the other two
+    mixed = [row(1.0, 0.4, 1), row(1.0, 0.2, 3), row(1.0, 0.7, 1)]
+    assert validate_sim.best_launch_ms(mixed, 0.1) == pytest.approx(0.2)
+    errors = {overhead: sum(abs(r["kernel_ms"] + r["launches"] * (overhead - 0.1) - r["kernel_ms_real"])
+                            / r["kernel_ms_real"] for r in mixed) for overhead in (0.15, 0.2, 0.25, 0.4)}
+    assert min(errors, key=errors.get) == 0.2
+    assert validate_sim.best_launch_ms([row(1.0, 0.02, 1), row(1.0, -0.05, 2)], 0.1) == 0.0
 
 
 def test_validate_sim_reports_each_direction_next_to_its_floor():
