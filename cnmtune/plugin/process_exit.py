@@ -14,7 +14,7 @@ def skip_exit_collections() -> None:
     not walked. Registered at the command's start, the freeze runs after every handler registered
     later (multiprocessing's, Dask's, tempfile's), and the exit still flushes the streams, frees
     each object as its module goes and keeps the exit code. Cyclic garbage left at exit is no longer
-    collected, so its finalizers do not run: Python does not promise that they do, and cnmtune
-    closes what it writes and frees what it holds before a command returns.
+    collected, so its finalizers do not run: Python does not promise that they do, cnmtune closes
+    what it writes, and the UPMEM host harness frees its DPUs when its pipe closes.
     """
     atexit.register(gc.freeze)
